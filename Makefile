@@ -1,0 +1,57 @@
+# QuCo: firmware, emulator and tests. Every target installs what it needs on a fresh
+# Debian machine: the RISC-V toolchain (Debian package gcc-riscv64-unknown-elf) via apt,
+# the Python package into .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CROSS := riscv64-unknown-elf-
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BUILD := firmware/build
+ELF := $(BUILD)/quco.elf
+CFLAGS := -march=rv32imf -mabi=ilp32f -Os -ffp-contract=off -ffreestanding -fno-builtin \
+          -nostdlib -Wall -Wextra -Werror -std=c11 -g -Ifirmware/include \
+          -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0
+LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
+FW_SRC := $(wildcard firmware/src/*.c) firmware/src/crt0.S
+GENERATED := firmware/include/quco_abi.h firmware/regions.ld
+
+.PHONY: all firmware toolchain venv demo test bench fuzz clean
+all: firmware
+
+toolchain:
+	@command -v $(CROSS)gcc >/dev/null || { $(SUDO) apt-get update && \
+	  $(SUDO) apt-get install -y --no-install-recommends gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf; }
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+$(GENERATED): gst/abi.py gst/codegen.py | venv
+	$(BIN)/python -m quco.gst.codegen
+
+firmware: toolchain venv $(GENERATED)
+	@mkdir -p $(BUILD)
+	$(CROSS)gcc $(CFLAGS) $(FW_SRC) $(LDFLAGS) -lgcc -o $(ELF)
+	$(CROSS)objcopy -O binary $(ELF) $(BUILD)/quco.bin
+	$(CROSS)objdump -d -S $(ELF) > $(BUILD)/quco.dump
+	@$(CROSS)size $(ELF)
+
+demo: firmware
+	$(BIN)/quco-emu launch examples/kernels/matrix-matrix.json
+
+test: firmware
+	$(BIN)/python -m pytest -q
+
+bench: firmware
+	$(BIN)/python bench/bench.py
+
+fuzz: firmware
+	$(BIN)/python bench/fuzz.py
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,245 @@
+"""The QuCo ABI, declared once.
+
+Every layout the firmware, the emulator, the host and the reference model share lives
+here: the memory map, the GPU Specification Table (GST), the mailbox with its launch
+record, the LDS configuration written by the firmware, the status codes and the
+algorithm's calibrated constants. `quco.gst.codegen` turns this module into
+`firmware/include/quco_abi.h` and `firmware/regions.ld`; nothing else restates it.
+All multi-byte fields are little-endian.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+# ---------------------------------------------------------------- memory map
+@dataclass(frozen=True)
+class Region:
+    name: str
+    base: int
+    size: int
+    perms: str  # subset of "rwx"
+    doc: str
+
+
+ROM = Region("ROM", 0x0000_0000, 8 * 1024, "rx", "firmware .text and .rodata")
+DATA = Region("DATA", 0x1000_0000, 2 * 1024, "rw", ".data, .bss, config cache, stack")
+GST_REGION = Region("GST", 0x2000_0000, 256, "r", "GPU Specification Table")
+MAILBOX = Region("MAILBOX", 0x3000_0000, 4 * 1024, "rw", "launch record in, status out")
+LDS = Region("LDS", 0x4000_0000, 256 * 1024, "rw", "LDS window; the GST says how much is real")
+REGIONS = (ROM, DATA, GST_REGION, MAILBOX, LDS)
+
+STACK_RESERVE = 512  # bytes of DATA the linker keeps free for the stack
+
+# ---------------------------------------------------------------- struct declarations
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ctype: str  # u8 u16 u32 f32 or char[N]
+    doc: str
+    lo: float | None = None  # allowed range, checked by firmware, model and tools
+    hi: float | None = None
+
+    @property
+    def size(self) -> int:
+        if self.ctype.startswith("char["):
+            return int(self.ctype[5:-1])
+        return {"u8": 1, "u16": 2, "u32": 4, "f32": 4}[self.ctype]
+
+    @property
+    def fmt(self) -> str:
+        if self.ctype.startswith("char["):
+            return f"{self.size}s"
+        return {"u8": "B", "u16": "H", "u32": "I", "f32": "f"}[self.ctype]
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    fields: tuple[Field, ...]
+    size: int  # declared total size; the tail is reserved (zero)
+    doc: str
+
+    def offset(self, name: str) -> int:
+        off = 0
+        for f in self.fields:
+            if f.name == name:
+                return off
+            off += f.size
+        raise KeyError(name)
+
+    def field(self, name: str) -> Field:
+        return next(f for f in self.fields if f.name == name)
+
+    @property
+    def used(self) -> int:
+        return sum(f.size for f in self.fields)
+
+    @property
+    def fmt(self) -> str:
+        return "<" + "".join(f.fmt for f in self.fields) + f"{self.size - self.used}x"
+
+    def pack(self, values: dict) -> bytes:
+        return struct.pack(self.fmt, *(values.get(f.name, 0) for f in self.fields))
+
+    def unpack(self, data: bytes) -> dict:
+        return dict(zip((f.name for f in self.fields), struct.unpack(self.fmt, data[: self.size])))
+
+
+GST_MAGIC = 0x54534751  # "QGST"
+GST_VERSION = 1
+GST = Struct("gst", (
+    Field("magic", "u32", 'identifies a GST: "QGST"'),
+    Field("version", "u16", "layout version"),
+    Field("size", "u16", "bytes covered by the checksum (256)"),
+    Field("checksum", "u32", "CRC-32 (IEEE) of the 256 bytes with this field zeroed"),
+    Field("core_clock_mhz", "u32", "nominal GPU core clock, MHz", 1, 10_000),
+    Field("num_cus", "u32", "compute units on the GPU", 1, 1024),
+    Field("simd_muls_per_cycle", "u32", "SIMD multiplies per cycle per CU", 1, 4096),
+    Field("wavefront_pools", "u32", "wavefront pools (SIMDs) per CU", 1, 16),
+    Field("lat_att_cycles", "u32", "ATT issue latency, core cycles", 0, 10_000),
+    Field("lat_l1_cycles", "u32", "L1 round trip, core cycles (informational)", 0, 100_000),
+    Field("lat_l2_cycles", "u32", "L2 round trip, core cycles", 0, 100_000),
+    Field("lat_dram_cycles", "u32", "DRAM round trip, core cycles", 1, 100_000),
+    Field("dram_bw_mbps", "u32", "DRAM bandwidth, 10^6 bytes per second", 1, 100_000_000),
+    Field("cache_line_bytes", "u32", "cache line, bytes (power of two)", 16, 1024),
+    Field("lds_bytes", "u32", "LDS per CU, bytes (multiple of 256)", 1024, 256 * 1024),
+    Field("barrier_limit", "u32", "hardware barriers per CU usable by queues", 2, 1024),
+    Field("min_tile_elems", "u32", "smallest tile, elements (power of two)", 16, 65536),
+    Field("max_tile_elems", "u32", "largest tile the ATT moves, elements (power of two)", 16, 65536),
+    Field("max_slots", "u32", "most slots a queue may have", 1, 16),
+    Field("max_queues", "u32", "ATT queues per CU", 1, 16),
+    Field("name", "char[32]", "GPU name, NUL-padded ASCII"),
+), 256, "GPU Specification Table, read-only to the firmware")
+
+# GST fields checked against [lo, hi] at boot, in this order (the order decides which
+# error a table with several bad fields reports).
+GST_CHECKED = tuple(f for f in GST.fields if f.lo is not None)
+
+MAX_QUEUES = 16
+QUEUE_STREAMING, QUEUE_STATIONARY = 0, 1
+ELEM_SIZES = (1, 2, 4, 8)
+
+LAUNCH_MAGIC = 0x48434C51  # "QLCH"
+LAUNCH_HEADER = Struct("launch_header", (
+    Field("magic", "u32", 'identifies a launch record: "QLCH"'),
+    Field("flags", "u32", "ablation switches, FLAG_*"),
+    Field("compute_intensity", "f32", "FLOPs per byte of global traffic", 0.0, 1e6),
+    Field("consumer_wavefronts", "u32", "consumer wavefronts per work-group", 1, 64),
+    Field("core_clock_mhz", "u32", "current core clock (DVFS), MHz; 0 = GST clock", 0, 10_000),
+    Field("active_cus", "u32", "CUs of this partition; 0 = all", 0, 1024),
+    Field("lds_bytes", "u32", "LDS of this partition, bytes; 0 = all", 0, 256 * 1024),
+    Field("num_queues", "u32", "queues that follow", 1, MAX_QUEUES),
+), 32, "launch record header")
+QUEUE = Struct("queue", (
+    Field("length", "u32", "elements one work-group streams through the queue", 1, 0xFFFFFFFF),
+    Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY", 0, 1),
+    Field("elem_size", "u8", "bytes per element: 1, 2, 4 or 8", 1, 8),
+    Field("reserved", "u16", "zero"),
+), 8, "one queue of the launch record")
+LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
+
+FLAG_NO_CI_SCALING = 1 << 0  # ablation: skip the CI tile and slot scaling
+FLAG_NO_LITTLE = 1 << 1      # ablation: start slots from max_slots, not Little's law
+FLAG_NO_CU_AWARE = 1 << 2    # ablation: skip the CU-aware slot reduction
+FLAG_NO_CACHE = 1 << 3       # always compute; do not use the configuration cache
+FLAGS_ALL = 0xF
+
+MAILBOX_LAYOUT = Struct("mailbox", (
+    Field("doorbell", "u32", "host writes 1 to request a launch; firmware clears it"),
+    Field("status", "u32", "STATUS_* of the last launch; written last"),
+    Field("detail", "u32", "which field or queue an error status refers to"),
+    Field("generation", "u32", "count of successful configurations; written last"),
+    Field("cache_hit", "u32", "1 when the last launch reused a cached configuration"),
+    Field("boot_status", "u32", "STATUS_* of the GST check at boot"),
+), 64, "mailbox control words; the launch record follows at MAILBOX_RECORD")
+MAILBOX_RECORD = 0x40  # offset of the launch record inside the mailbox
+
+# ---------------------------------------------------------------- LDS configuration
+LDS_MAGIC = 0x47464351  # "QCFG"
+LDS_ALIGN = 128
+LDS_HEADER = Struct("lds_header", (
+    Field("magic", "u32", '"QCFG" once a configuration is present'),
+    Field("generation", "u32", "mailbox generation that wrote it; written last"),
+    Field("num_queues", "u32", "queue and ATT descriptors that follow"),
+    Field("tile_elems", "u32", "tile size, elements"),
+    Field("meta_bytes", "u32", "header plus descriptors, rounded up to LDS_ALIGN"),
+    Field("used_bytes", "u32", "end of the last queue block"),
+    Field("barriers_used", "u32", "hardware barriers the queues use"),
+    Field("compute_intensity", "f32", "CI the configuration was made for"),
+), 32, "LDS configuration header at the LDS base")
+QUEUE_DESC = Struct("queue_desc", (
+    Field("offset", "u32", "LDS byte offset of the queue block"),
+    Field("slot_bytes", "u32", "bytes per slot (tile x element size)"),
+    Field("slots", "u16", "slots in the ring"),
+    Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY"),
+    Field("elem_size", "u8", "bytes per element"),
+    Field("barrier_base", "u16", "first barrier: full barriers, then empty barriers"),
+    Field("barrier_count", "u16", "barriers used (BARRIERS_PER_SLOT x slots)"),
+), 16, "queue descriptor read by the Sync Unit and the kernel")
+ATT_DESC = Struct("att_desc", (
+    Field("lds_addr", "u32", "LDS byte offset of slot 0"),
+    Field("box_elems", "u32", "elements per transfer (the tile)"),
+    Field("slot_stride", "u32", "bytes between slots"),
+    Field("ring_slots", "u16", "slots the ATT cycles through"),
+    Field("elem_size", "u16", "bytes per element"),
+    Field("global_length", "u32", "elements the queue streams"),
+    Field("full_barrier", "u16", "barrier the ATT signals for slot 0"),
+    Field("queue_index", "u16", "queue this descriptor feeds"),
+), 32, "ATT descriptor read by the ATT unit")
+
+# ---------------------------------------------------------------- statuses
+class Status(IntEnum):
+    OK = 0
+    GST_MAGIC = 1        # GST magic is not "QGST"
+    GST_VERSION = 2      # GST version or size unsupported
+    GST_CHECKSUM = 3     # GST CRC-32 mismatch
+    GST_FIELD = 4        # a GST field is out of range; detail = its byte offset
+    RECORD_MAGIC = 5     # launch record magic is not "QLCH"
+    RECORD_FIELD = 6     # a header field is out of range; detail = its byte offset
+    QUEUE_COUNT = 7      # num_queues outside 1..min(MAX_QUEUES, GST max_queues)
+    QUEUE_TYPE = 8       # detail = queue index
+    QUEUE_LENGTH = 9     # zero length; detail = queue index
+    ELEM_SIZE = 10       # element size not 1/2/4/8; detail = queue index
+    LDS_NO_FIT = 11      # even one slot of the smallest tile per queue does not fit
+    BARRIER_LIMIT = 12   # one slot per queue already needs more barriers than the GPU has
+    BAD_FLAGS = 13       # unknown flag bits set; detail = the flags
+
+
+STATUS_TEXT = {
+    Status.OK: "configured",
+    Status.GST_MAGIC: "GST magic is not QGST",
+    Status.GST_VERSION: "GST version or size not supported",
+    Status.GST_CHECKSUM: "GST checksum does not match its contents",
+    Status.GST_FIELD: "GST field out of range",
+    Status.RECORD_MAGIC: "launch record magic is not QLCH",
+    Status.RECORD_FIELD: "launch record field out of range",
+    Status.QUEUE_COUNT: "queue count out of range",
+    Status.QUEUE_TYPE: "unknown queue type",
+    Status.QUEUE_LENGTH: "queue length is zero",
+    Status.ELEM_SIZE: "element size is not 1, 2, 4 or 8",
+    Status.LDS_NO_FIT: "no configuration fits the LDS",
+    Status.BARRIER_LIMIT: "queues need more barriers than the GPU has",
+    Status.BAD_FLAGS: "unknown flag bits set",
+}
+
+# ---------------------------------------------------------------- algorithm constants
+# Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).
+CONSTANTS = {
+    "COST_A": (0.5, "f", "weight of the bandwidth term a/BW of the cost function"),
+    "COST_B": (1.0, "f", "weight of the cache-line term b/CL of the cost function"),
+    "WF_SCHED_CAP": (4, "i", "Algorithm 2: min(Wfs, 4) wavefronts share the SIMDs"),
+    "CI_LOW": (1.0, "f", "CI below this doubles the tile (and uses FALLBACK_SLOTS_LOW_CI)"),
+    "CI_HIGH": (4.0, "f", "CI above this halves the tile"),
+    "TILE_BOUND_SLOTS": (4, "i", "tile must leave room for this many slots per streaming queue"),
+    "CU_SLOT_REF": (4, "i", "CU-aware rounding: Little's slots x CU_SLOT_REF / active CUs"),
+    "FALLBACK_SLOTS_LOW_CI": (4, "i", "fallback slots when CI < CI_LOW"),
+    "FALLBACK_SLOTS": (2, "i", "fallback slots otherwise"),
+    "BARRIERS_PER_SLOT": (2, "i", "a full and an empty barrier per slot"),
+    "CACHE_ENTRIES": (4, "i", "configurations kept in the data-buffer cache"),
+}
+
+
+def const(name: str):
+    return CONSTANTS[name][0]

@@ -1,0 +1,1 @@
+"""QuCo: queue-configurator firmware, emulator, GST tools, host shim and reference model."""
