@@ -113,7 +113,13 @@ static int fits(const planner_t *p, uint32_t t, const uint8_t *slots)
 
 static uint32_t tiles_in(uint32_t length, uint32_t t) { return length / t + (length % t ? 1u : 0u); }
 
-static uint32_t floor_pow2(uint32_t v) { return 1u << (31 - __builtin_clz(v)); }
+/* v >= 1; clears low set bits until one is left (no clz instruction in RV32IMF) */
+static uint32_t floor_pow2(uint32_t v)
+{
+    while (v & (v - 1u))
+        v &= v - 1u;
+    return v;
+}
 
 /* Algorithms 1 and 2: weighted merit over the tile range, CI scaling, LDS bound. */
 static uint32_t choose_tile(const planner_t *p)

@@ -1,0 +1,80 @@
+"""Firmware images: load ELF segments (pyelftools) and map PCs to symbols."""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from quco.emulator.faults import ElfError
+from quco.gst import abi
+
+LOADABLE = (abi.ROM, abi.DATA)
+
+
+@dataclass
+class Image:
+    path: Path
+    entry: int
+    segments: list[tuple[int, bytes]]  # (load address, bytes)
+    symbols: list[tuple[int, int, str]]  # (start, size, name) of functions, sorted
+    text_bytes: int
+
+    def symbolize(self, pc: int) -> str:
+        starts = [s[0] for s in self.symbols]
+        i = bisect.bisect_right(starts, pc) - 1
+        if i >= 0:
+            start, size, name = self.symbols[i]
+            if pc < start + max(size, 4):
+                return f"{name}+0x{pc - start:x}"
+        return "??"
+
+    def function_ranges(self) -> list[tuple[int, int, str]]:
+        return self.symbols
+
+
+def _region_of(lo: int, hi: int):
+    for r in LOADABLE:
+        if r.base <= lo and hi <= r.base + r.size:
+            return r
+    return None
+
+
+def load(path: str | Path) -> Image:
+    path = Path(path)
+    try:
+        f = path.open("rb")
+    except OSError as e:
+        raise ElfError(f"{path}: cannot open firmware: {e.strerror} (run make firmware)") from None
+    with f:
+        try:
+            elf = ELFFile(f)
+            if elf["e_machine"] != "EM_RISCV" or elf.elfclass != 32:
+                raise ElfError(f"{path}: not a 32-bit RISC-V ELF ({elf['e_machine']}, ELF{elf.elfclass})")
+            segments, text = [], 0
+            for seg in elf.iter_segments():
+                if seg["p_type"] != "PT_LOAD" or seg["p_memsz"] == 0:
+                    continue
+                for addr, size, what in ((seg["p_paddr"], seg["p_filesz"], "load"),
+                                         (seg["p_vaddr"], seg["p_memsz"], "run")):
+                    if size and _region_of(addr, addr + size) is None:
+                        raise ElfError(f"{path}: segment {what} range 0x{addr:08x}..0x{addr + size:08x} "
+                                       f"is outside ROM (0x{abi.ROM.base:08x}, {abi.ROM.size} B) and "
+                                       f"DATA (0x{abi.DATA.base:08x}, {abi.DATA.size} B)")
+                if seg["p_filesz"]:
+                    segments.append((seg["p_paddr"], seg.data()))
+                    if _region_of(seg["p_paddr"], seg["p_paddr"] + 1) is abi.ROM:
+                        text += seg["p_filesz"]
+            symbols = []
+            symtab = elf.get_section_by_name(".symtab")
+            if symtab is not None:
+                for s in symtab.iter_symbols():
+                    if s["st_info"]["type"] in ("STT_FUNC", "STT_NOTYPE") and s.name and \
+                            not s.name.startswith(("$", ".L")) and abi.ROM.base <= s["st_value"] < abi.ROM.size:
+                        symbols.append((s["st_value"], s["st_size"], s.name))
+            symbols.sort()
+            return Image(path, elf["e_entry"], segments, symbols, text)
+        except ELFError as e:
+            raise ElfError(f"{path}: not a valid ELF file: {e}") from None

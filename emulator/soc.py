@@ -1,0 +1,137 @@
+"""The QuCo unit as a Unicorn RV32 SoC: memory map with protections, firmware loading,
+boot and launch steps with exact retired-instruction counts, typed faults.
+
+Counting is per translated basic block (UC_HOOK_BLOCK): RV32IMF has no compressed
+instructions, so a block of `size` bytes retires size/4 instructions when it runs to the
+end, which every block does unless a fault stops it (then the step raises anyway).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
+                     UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE,
+                     UC_HOOK_MEM_WRITE_PROT, UC_HOOK_MEM_WRITE_UNMAPPED, UC_HOOK_MEM_FETCH_PROT,
+                     UC_MEM_WRITE, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
+                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
+from unicorn.riscv_const import UC_RISCV_REG_PC
+
+from quco.emulator import disasm, faults
+from quco.emulator.elf import Image
+from quco.gst import abi
+
+PAGE = 4096
+STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
+DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
+TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
+               3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
+               6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
+               11: "ecall from M-mode"}
+
+
+def _pages(n: int) -> int:
+    return max(PAGE, (n + PAGE - 1) // PAGE * PAGE)
+
+
+@dataclass
+class Step:
+    """One boot or launch: what the core retired until it slept again."""
+    instructions: int
+    blocks: int
+
+
+class Soc:
+    def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, block_hook=None):
+        if len(gst) != abi.GST.size:
+            raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
+        self.image, self.budget = image, budget
+        self.lds_bytes = abi.GST.unpack(gst)["lds_bytes"]
+        lds_real = min(max(self.lds_bytes, 0), abi.LDS.size)
+        uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
+        uc.mem_map(abi.ROM.base, abi.ROM.size, UC_PROT_READ | UC_PROT_EXEC)
+        uc.mem_map(abi.DATA.base, _pages(abi.DATA.size), UC_PROT_READ | UC_PROT_WRITE)
+        uc.mem_map(abi.GST_REGION.base, _pages(abi.GST_REGION.size), UC_PROT_READ)
+        uc.mem_map(abi.MAILBOX.base, abi.MAILBOX.size, UC_PROT_READ | UC_PROT_WRITE)
+        uc.mem_map(abi.LDS.base, _pages(lds_real), UC_PROT_READ | UC_PROT_WRITE)
+        for addr, data in image.segments:
+            uc.mem_write(addr, data)
+        uc.mem_write(abi.GST_REGION.base, gst)
+        # Unicorn maps whole pages: fault on the part of a page past the region's real size.
+        for name, base, size in (("DATA", abi.DATA.base, abi.DATA.size),
+                                 ("GST", abi.GST_REGION.base, abi.GST_REGION.size),
+                                 ("LDS", abi.LDS.base, lds_real)):
+            end = base + _pages(size)
+            if base + size < end:
+                uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_guard, (name, base, size),
+                            begin=base + size, end=end - 1)
+        uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
+                    | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
+        uc.hook_add(UC_HOOK_INTR, self._on_trap)
+        uc.hook_add(UC_HOOK_BLOCK, block_hook or self._on_block)
+        self.pc = image.entry
+        self.instructions = self.blocks = 0
+        self._fault = None
+
+    # ---------------------------------------------------------------- hooks
+    def _on_block(self, uc, address, size, _):
+        self.instructions += size >> 2
+        self.blocks += 1
+        if self.instructions > self.budget:
+            self._fault = (faults.BudgetExceeded, f"more than {self.budget} instructions in one step", None)
+            uc.emu_stop()
+
+    def _on_guard(self, uc, access, address, size, value, region):
+        name, base, real = region
+        verb = "write" if access == UC_MEM_WRITE else "read"
+        self._fault = (faults.OutOfBounds, f"{verb} of {size} B past {name} ({real} B at 0x{base:08x})", address)
+        uc.emu_stop()
+
+    def _on_invalid(self, uc, access, address, size, value, _):
+        if access == UC_MEM_WRITE_PROT:
+            region = next((r.name for r in abi.REGIONS if r.base <= address < r.base + r.size), "?")
+            self._fault = (faults.WriteProtected, f"store of {size} B to {region}", address)
+        else:
+            kind = "store" if access == UC_MEM_WRITE_UNMAPPED else "fetch or load"
+            self._fault = (faults.UnmappedAccess, f"{kind} of {size} B outside every region", address)
+        return False
+
+    def _on_trap(self, uc, intno, _):
+        cause = TRAP_CAUSES.get(intno, f"exception {intno}")
+        cls = faults.IllegalInstruction if intno == 2 else faults.Trap
+        self._fault = (cls, cause, None)
+        uc.emu_stop()
+
+    # ---------------------------------------------------------------- running
+    def _raise(self, cls, message, address, pc):
+        raise cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
+
+    def run(self) -> Step:
+        """Run from the saved PC until the firmware sleeps (wfi) again."""
+        self._fault = None
+        self.instructions = self.blocks = 0
+        try:
+            self.uc.emu_start(self.pc, STOP_ADDRESS)
+        except UcError as e:
+            pc = self.uc.reg_read(UC_RISCV_REG_PC)
+            if self._fault is None:
+                cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
+                self._fault = (cls, str(e), None)
+            self._raise(*self._fault, pc)
+        pc = self.uc.reg_read(UC_RISCV_REG_PC)
+        if self._fault is not None:
+            self._raise(*self._fault, pc)
+        self.pc = pc
+        return Step(self.instructions, self.blocks)
+
+    # ---------------------------------------------------------------- host side of the bus
+    def read(self, address: int, size: int) -> bytes:
+        return bytes(self.uc.mem_read(address, size))
+
+    def write(self, address: int, data: bytes) -> None:
+        self.uc.mem_write(address, bytes(data))
+
+    def mailbox(self) -> dict:
+        return abi.MAILBOX_LAYOUT.unpack(self.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size))
+
+    def lds(self, size: int | None = None) -> bytes:
+        return self.read(abi.LDS.base, self.lds_bytes if size is None else size)
