@@ -1,0 +1,201 @@
+"""quco-emu: configure kernels on the emulated QuCo unit and inspect GST tables.
+
+Exit codes: 0 success; 1 firmware and reference model disagree; 2 bad input (kernel or
+GST file, usage); 3 the unit answered with an error status; 4 the emulator faulted;
+5 the firmware image is missing or unloadable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from quco.emulator.faults import ElfError, Fault
+from quco.gst import abi, tables
+from quco.host import reference
+from quco.host.device import Device, DeviceError, LaunchResult, describe, result_from
+from quco.host.kernel import KernelError, load_kernel
+
+EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
+DEFAULT_GPU = "r9-nano"
+out = Console()
+err = Console(stderr=True)
+
+
+class UserError(Exception):
+    def __init__(self, message: str, code: int = EXIT_INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+def _gpu_for(args, kernel=None) -> str:
+    return args.gpu or (kernel.gpu if kernel is not None and kernel.gpu else None) or DEFAULT_GPU
+
+
+def _device(gpu: str, firmware) -> Device:
+    dev = Device(tables.load(gpu), firmware)
+    if dev.boot_status != abi.Status.OK:
+        raise UserError(f"{gpu}: the unit rejected the GST at boot: {dev.boot_message}", EXIT_STATUS)
+    return dev
+
+
+def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -> Table:
+    t = Table(title=title)
+    for col in ("queue", "type", "elem B", "length", "tile", "slots", "LDS offset", "bytes", "barriers"):
+        t.add_column(col, justify="left" if col in ("queue", "type") else "right")
+    for q in res.queues:
+        name = names[q.index] if names and q.index < len(names) and names[q.index] else str(q.index)
+        t.add_row(name, q.type, str(q.elem_size), f"{q.length:,}", str(q.tile), str(q.slots),
+                  f"0x{q.offset:05x}", f"{q.block_bytes:,}",
+                  f"{q.barrier_base}..{q.barrier_base + q.barrier_count - 1}")
+    return t
+
+
+def cmd_launch(args) -> int:
+    kernel = load_kernel(args.kernel)
+    gpu = _gpu_for(args, kernel)
+    if args.reference:
+        r = reference.configure(tables.load(gpu), kernel.record())
+        res = result_from(r.status, r.detail, r.lds, generation=1)
+        boot = None
+    else:
+        dev = _device(gpu, args.firmware)
+        res = dev.launch(kernel)
+        boot = dev.boot_step.instructions
+    if args.json:
+        doc = {"kernel": kernel.name, "gpu": gpu, "engine": "reference" if args.reference else "firmware",
+               "boot_instructions": boot, **res.as_dict()}
+        print(json.dumps(doc, indent=2))
+    elif res.ok:
+        engine = "reference model" if args.reference else "firmware"
+        out.print(queue_table(res, f"{kernel.name} on {gpu}: tile {res.tile} elements ({engine})",
+                              kernel.queue_names))
+        out.print(f"LDS: metadata {res.meta_bytes} B, queues end at {res.used_bytes:,} B; "
+                  f"barriers {res.barriers_used}; generation {res.generation}")
+        if boot is not None:
+            out.print(f"retired instructions: launch {res.instructions:,} (boot {boot:,}, once)"
+                      f"{'; cache hit' if res.cache_hit else ''}")
+    if not res.ok:
+        err.print(f"error: {kernel.name} on {gpu}: {res.message}")
+        return EXIT_STATUS
+    return 0
+
+
+def cmd_check(args) -> int:
+    kernel = load_kernel(args.kernel)
+    out.print(f"{args.kernel}: ok ({kernel.name}, {len(kernel.queues)} queues)")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    gpus = tables.preset_names() if args.gpu in (None, "all") else [args.gpu]
+    kernels = [load_kernel(p) for p in (args.kernels or sorted(Path("examples/kernels").glob("*.json")))]
+    t = Table(title="firmware vs reference model")
+    for col in ("gpu", "kernel", "status", "tile", "slots", "instructions", "agree"):
+        t.add_column(col)
+    bad = 0
+    for gpu in gpus:
+        dev = _device(gpu, args.firmware)
+        for k in kernels:
+            fw = dev.launch(k)
+            ref = reference.configure(dev.gst, k.record(), fw.generation if fw.ok else 1)
+            same = fw.status == ref.status and fw.detail == ref.detail and fw.lds == ref.lds
+            bad += not same
+            t.add_row(gpu, k.name, fw.status.name, str(fw.tile), "/".join(str(q.slots) for q in fw.queues),
+                      f"{fw.instructions:,}", "yes" if same else "[red]NO[/red]")
+    out.print(t)
+    return EXIT_MISMATCH if bad else 0
+
+
+def cmd_gst(args) -> int:
+    if args.action == "show":
+        raw = tables.load(args.file)
+        g = tables.unpack(raw)
+        if args.json:
+            print(json.dumps({k: (v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else v)
+                              for k, v in g.items()}, indent=2))
+            return 0
+        t = Table(title=f"GST {args.file}")
+        for col in ("field", "value", "meaning"):
+            t.add_column(col)
+        for f in abi.GST.fields:
+            v = g[f.name]
+            shown = v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else (
+                f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
+            t.add_row(f.name, shown, f.doc)
+        out.print(t)
+        return 0
+    if args.action == "pack":
+        raw = tables.load(args.file)
+        if not args.output:
+            raise UserError("gst pack: give -o OUTPUT.gst")
+        Path(args.output).write_bytes(raw)
+        out.print(f"wrote {args.output} ({len(raw)} bytes)")
+        return 0
+    raw = tables.load(args.file)  # check: the firmware's own rules, via the reference model
+    try:
+        reference.check_gst(raw)
+    except reference.ConfigError as e:
+        raise UserError(f"{args.file}: {describe(e.status, e.detail)}") from None
+    name = tables.unpack(raw)["name"].rstrip(b"\0").decode(errors="replace")
+    out.print(f"{args.file}: ok ({name})")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="quco-emu", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("launch", help="configure a kernel.json on the emulated unit")
+    p.add_argument("kernel")
+    p.add_argument("--gpu", help=f"GST preset ({', '.join(tables.preset_names())}) or a .toml/.gst file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--firmware", help="firmware ELF (default firmware/build/quco.elf or $QUCO_FIRMWARE)")
+    p.add_argument("--reference", action="store_true", help="use the Python reference model, no emulator")
+    p.set_defaults(func=cmd_launch)
+    p = sub.add_parser("check", help="validate a kernel.json without running it")
+    p.add_argument("kernel")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("diff", help="compare firmware and reference model on kernels x GPUs")
+    p.add_argument("kernels", nargs="*", help="kernel.json files (default examples/kernels/*.json)")
+    p.add_argument("--gpu", help="one preset or file, or 'all' (default)")
+    p.add_argument("--firmware")
+    p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("gst", help="show, pack or check a GPU Specification Table")
+    p.add_argument("action", choices=("show", "pack", "check"))
+    p.add_argument("file", help="preset name, .toml preset or binary .gst")
+    p.add_argument("-o", "--output", help="pack: where to write the 256-byte table")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gst)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KernelError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return EXIT_INPUT
+    except tables.GstFileError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return EXIT_INPUT
+    except UserError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return e.code
+    except DeviceError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return EXIT_STATUS
+    except ElfError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return EXIT_FIRMWARE
+    except Fault as e:
+        err.print(f"emulator fault: {e}", markup=False, highlight=False)
+        return EXIT_FAULT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Host shim: the QuCo unit as a Python object.
+
+    dev = Device("r9-nano")              # loads the firmware, boots once (GST check)
+    res = dev.launch(kernel)             # a Kernel, or raw launch-record bytes
+    res.tile, res.queues[0].slots, res.instructions
+
+and the ACTA-style flow of the papers' listings:
+
+    dev.init(compute_intensity=97.5)
+    a = dev.register_queue("streaming", length=2048, elem_size=2)
+    res = dev.size_queue()
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from quco.emulator import elf, soc
+from quco.gst import abi, tables
+from quco.gst.abi import Status
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_FIRMWARE = ROOT / "firmware" / "build" / "quco.elf"
+
+
+def firmware_path(path: str | Path | None = None) -> Path:
+    return Path(path or os.environ.get("QUCO_FIRMWARE") or DEFAULT_FIRMWARE)
+
+
+@dataclass
+class QueueConfig:
+    index: int
+    type: str
+    elem_size: int
+    length: int
+    tile: int
+    slots: int
+    offset: int
+    slot_bytes: int
+    barrier_base: int
+    barrier_count: int
+
+    @property
+    def block_bytes(self) -> int:
+        return self.slots * self.slot_bytes
+
+
+@dataclass
+class LaunchResult:
+    status: Status
+    detail: int
+    message: str
+    generation: int = 0
+    cache_hit: bool = False
+    instructions: int = 0
+    tile: int = 0
+    meta_bytes: int = 0
+    used_bytes: int = 0
+    barriers_used: int = 0
+    queues: list[QueueConfig] = field(default_factory=list)
+    lds: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+    def as_dict(self) -> dict:
+        return {"status": self.status.name, "detail": self.detail, "message": self.message,
+                "generation": self.generation, "cache_hit": self.cache_hit,
+                "instructions": self.instructions, "tile": self.tile, "meta_bytes": self.meta_bytes,
+                "used_bytes": self.used_bytes, "barriers_used": self.barriers_used,
+                "queues": [dict(vars(q), block_bytes=q.block_bytes) for q in self.queues]}
+
+
+class DeviceError(Exception):
+    """The unit answered with an error status; the message says which field and why."""
+
+    def __init__(self, result: LaunchResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def describe(status: Status, detail: int) -> str:
+    """A status and its detail word as a sentence a user can act on."""
+    text = abi.STATUS_TEXT[status]
+    if status == Status.GST_FIELD:
+        f = next((f for f in abi.GST.fields if abi.GST.offset(f.name) == detail), None)
+        if f is not None:
+            rule = {"cache_line_bytes": "a power of two", "lds_bytes": "a multiple of 256",
+                    "min_tile_elems": "a power of two",
+                    "max_tile_elems": "a power of two, at least min_tile_elems"}.get(f.name)
+            extra = f"; must also be {rule}" if rule else ""
+            return f"{text}: {f.name} must be within {f.lo:g}..{f.hi:g}{extra} ({f.doc})"
+    if status == Status.RECORD_FIELD:
+        f = next((f for f in abi.LAUNCH_HEADER.fields if abi.LAUNCH_HEADER.offset(f.name) == detail), None)
+        if f is not None:
+            limits = {"active_cus": "0..the GST's num_cus", "lds_bytes": "0..the GST's lds_bytes, multiple of 128"}
+            return f"{text}: {f.name} must be within {limits.get(f.name, f'{f.lo:g}..{f.hi:g}')} ({f.doc})"
+    if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE):
+        return f"queue {detail}: {text}"
+    if status == Status.QUEUE_COUNT:
+        return f"{text}: {detail} queues; allowed 1..{abi.MAX_QUEUES} and at most the GST's max_queues"
+    if status == Status.LDS_NO_FIT:
+        return f"{text}: the smallest configuration needs {detail} bytes"
+    if status == Status.BARRIER_LIMIT:
+        return f"{text}: one slot per queue needs {detail} barriers"
+    if status == Status.BAD_FLAGS:
+        return f"{text}: 0x{detail:x} (known flags: 0x{abi.FLAGS_ALL:x})"
+    return text
+
+
+def decode_lds(meta: bytes, queue_lengths: list[int] | None = None) -> dict:
+    """Header and queue descriptors of an LDS configuration image."""
+    h = abi.LDS_HEADER.unpack(meta)
+    queues = []
+    qd, ad = abi.LDS_HEADER.size, abi.LDS_HEADER.size + h["num_queues"] * abi.QUEUE_DESC.size
+    for i in range(h["num_queues"]):
+        d = abi.QUEUE_DESC.unpack(meta[qd + 16 * i:])
+        a = abi.ATT_DESC.unpack(meta[ad + 32 * i:])
+        queues.append(QueueConfig(i, "stationary" if d["type"] else "streaming", d["elem_size"],
+                                  a["global_length"], a["box_elems"], d["slots"], d["offset"],
+                                  d["slot_bytes"], d["barrier_base"], d["barrier_count"]))
+    return {"header": h, "queues": queues}
+
+
+def result_from(status: int, detail: int, meta: bytes = b"", **extra) -> LaunchResult:
+    status = Status(status)
+    res = LaunchResult(status, detail, describe(status, detail), **extra)
+    if status == Status.OK:
+        d = decode_lds(meta)
+        h = d["header"]
+        res.tile, res.meta_bytes, res.used_bytes = h["tile_elems"], h["meta_bytes"], h["used_bytes"]
+        res.barriers_used, res.queues, res.lds = h["barriers_used"], d["queues"], meta
+    return res
+
+
+class Device:
+    """One QuCo unit: firmware in ROM, a GST, and the LDS window it configures."""
+
+    def __init__(self, gst: bytes | str | Path = "r9-nano", firmware: str | Path | None = None,
+                 budget: int = soc.DEFAULT_BUDGET):
+        self.gst = gst if isinstance(gst, bytes) else tables.load(gst)
+        self.image = elf.load(firmware_path(firmware))
+        self.budget = budget
+        self._pending: dict | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Power-cycle: fresh memories, boot again. Usable after any fault."""
+        self.soc = soc.Soc(self.image, self.gst, budget=self.budget)
+        self.boot_step = self.soc.run()
+        mb = self.soc.mailbox()
+        self.boot_status = Status(mb["boot_status"])
+        self.boot_detail = mb["detail"]
+
+    @property
+    def boot_message(self) -> str:
+        return describe(self.boot_status, self.boot_detail)
+
+    def launch(self, kernel, check: bool = False) -> LaunchResult:
+        record = kernel if isinstance(kernel, (bytes, bytearray)) else kernel.record()
+        if len(record) != abi.LAUNCH_SIZE:
+            raise ValueError(f"launch record must be {abi.LAUNCH_SIZE} bytes, got {len(record)}")
+        self.soc.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
+        self.soc.write(abi.MAILBOX.base, (1).to_bytes(4, "little"))
+        step = self.soc.run()
+        mb = self.soc.mailbox()
+        meta = b""
+        if mb["status"] == Status.OK:
+            meta_bytes = abi.LDS_HEADER.unpack(self.soc.lds(abi.LDS_HEADER.size))["meta_bytes"]
+            meta = self.soc.lds(meta_bytes)
+        res = result_from(mb["status"], mb["detail"], meta, generation=mb["generation"],
+                          cache_hit=bool(mb["cache_hit"]), instructions=step.instructions)
+        if check and not res.ok:
+            raise DeviceError(res)
+        return res
+
+    # ---------------------------------------------------------------- ACTA-style flow
+    def init(self, compute_intensity: float, consumer_wavefronts: int = 8, flags: int = 0,
+             core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0) -> None:
+        self._pending = dict(header=dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=compute_intensity,
+                                         consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
+                                         active_cus=active_cus, lds_bytes=lds_bytes), queues=[])
+
+    def register_queue(self, type: str, length: int, elem_size: int) -> int:
+        if self._pending is None:
+            raise RuntimeError("call init() before register_queue()")
+        kinds = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
+        if type not in kinds:
+            raise ValueError(f"queue type {type!r}: expected one of {', '.join(kinds)}")
+        if len(self._pending["queues"]) >= abi.MAX_QUEUES:
+            raise ValueError(f"at most {abi.MAX_QUEUES} queues per launch")
+        self._pending["queues"].append(dict(length=length, type=kinds[type], elem_size=elem_size))
+        return len(self._pending["queues"]) - 1
+
+    def size_queue(self, check: bool = True) -> LaunchResult:
+        if self._pending is None:
+            raise RuntimeError("call init() and register_queue() before size_queue()")
+        return self.launch(pack_record(self._pending["header"], self._pending["queues"]), check=check)
+
+
+def pack_record(header: dict, queues: list[dict]) -> bytes:
+    """A launch record from field dictionaries (header fields, one dict per queue)."""
+    body = abi.LAUNCH_HEADER.pack({**header, "num_queues": header.get("num_queues", len(queues))})
+    body += b"".join(abi.QUEUE.pack(q) for q in queues)
+    return body + bytes(abi.LAUNCH_SIZE - len(body))
