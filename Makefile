@@ -13,7 +13,7 @@ CFLAGS := -march=rv32imf -mabi=ilp32f -Os -ffp-contract=off -ffreestanding -fno-
           -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0
 LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
 FW_SRC := $(wildcard firmware/src/*.c) firmware/src/crt0.S
-GENERATED := firmware/include/quco_abi.h firmware/regions.ld
+GENERATED := firmware/include/quco_abi.h firmware/regions.ld docs/abi-tables.md
 
 .PHONY: all firmware toolchain venv demo test bench fuzz clean
 all: firmware

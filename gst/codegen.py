@@ -16,6 +16,7 @@ from quco.gst import abi
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "firmware" / "include" / "quco_abi.h"
 REGIONS = ROOT / "firmware" / "regions.ld"
+TABLES_DOC = ROOT / "docs" / "abi-tables.md"
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -100,8 +101,40 @@ def regions_text() -> str:
     return banner(body, "/*").rstrip("\n") + " */\n" + body
 
 
+def md_struct(s: abi.Struct) -> str:
+    rows = [f"### `{s.name}` ({s.size} bytes): {s.doc}", "", "| offset | field | type | range | meaning |",
+            "|---|---|---|---|---|"]
+    for f in s.fields:
+        rng = f"{f.lo:g}..{f.hi:g}" if f.lo is not None else ""
+        rows.append(f"| {s.offset(f.name)} | `{f.name}` | {f.ctype} | {rng} | {f.doc} |")
+    if s.size > s.used:
+        rows.append(f"| {s.used} | (reserved) | {s.size - s.used} B | 0 | zero |")
+    return "\n".join(rows)
+
+
+def tables_doc_text() -> str:
+    out = ["# ABI tables", "", "Generated from `gst/abi.py` by `quco.gst.codegen`; see [abi.md](abi.md).", "",
+           "## Memory map", "", "| region | base | size | access | contents |", "|---|---|---|---|---|"]
+    for r in abi.REGIONS:
+        out.append(f"| {r.name} | 0x{r.base:08x} | {r.size} | {r.perms} | {r.doc} |")
+    out += ["", f"The launch record sits at MAILBOX + 0x{abi.MAILBOX_RECORD:x}; "
+            f"{abi.STACK_RESERVE} bytes of DATA are reserved for the stack.", "", "## Structures", ""]
+    for s in (abi.GST, abi.LAUNCH_HEADER, abi.QUEUE, abi.MAILBOX_LAYOUT, abi.LDS_HEADER, abi.QUEUE_DESC,
+              abi.ATT_DESC):
+        out += [md_struct(s), ""]
+    out += ["## Status codes", "", "| code | name | meaning |", "|---|---|---|"]
+    out += [f"| {int(st)} | `{st.name}` | {abi.STATUS_TEXT[st]} |" for st in abi.Status]
+    out += ["", "## Flags", "", "| bit | name |", "|---|---|"]
+    out += [f"| 0x{getattr(abi, n):x} | `{n}` |" for n in ("FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
+                                                          "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE")]
+    out += ["", "## Algorithm constants", "", "| name | value | meaning |", "|---|---|---|"]
+    out += [f"| `{n}` | {v} | {d} |" for n, (v, _, d) in abi.CONSTANTS.items()]
+    body = "\n".join(out) + "\n"
+    return banner(body, "<!--").rstrip("\n") + " -->\n" + body
+
+
 def outputs() -> dict[Path, str]:
-    return {HEADER: header_text(), REGIONS: regions_text()}
+    return {HEADER: header_text(), REGIONS: regions_text(), TABLES_DOC: tables_doc_text()}
 
 
 def main(argv=None) -> int:

@@ -128,7 +128,8 @@ def test_gst_magic_version_checksum(r9):
     (record(queues=((0, 0, 2),)), Status.QUEUE_LENGTH, 0),
     (record(queues=((8, 0, 2), (8, 2, 2))), Status.QUEUE_TYPE, 1),
     (record(queues=((8, 0, 3),)), Status.ELEM_SIZE, 0),
-    (record(queues=((8, 0, 2),) * 16, lds_bytes=1024), Status.LDS_NO_FIT, 1024 + 16 * 128),
+    # metadata align(32 + 16 x 48) = 896 B, plus 16 queues x one 64-element fp16 slot (128 B)
+    (record(queues=((8, 0, 2),) * 16, lds_bytes=1024), Status.LDS_NO_FIT, 896 + 16 * 128),
 ])
 def test_record_errors(r9, rec, status, detail):
     assert (ref.configure(r9, rec).status, ref.configure(r9, rec).detail) == (status, detail)
