@@ -21,6 +21,7 @@ class Image:
     segments: list[tuple[int, bytes]]  # (load address, bytes)
     symbols: list[tuple[int, int, str]]  # (start, size, name) of functions, sorted
     text_bytes: int
+    addresses: dict  # every named symbol -> value (linker symbols such as __bss_end too)
 
     def symbolize(self, pc: int) -> str:
         starts = [s[0] for s in self.symbols]
@@ -67,14 +68,16 @@ def load(path: str | Path) -> Image:
                     segments.append((seg["p_paddr"], seg.data()))
                     if _region_of(seg["p_paddr"], seg["p_paddr"] + 1) is abi.ROM:
                         text += seg["p_filesz"]
-            symbols = []
+            symbols, addresses = [], {}
             symtab = elf.get_section_by_name(".symtab")
             if symtab is not None:
                 for s in symtab.iter_symbols():
+                    if s.name:
+                        addresses[s.name] = s["st_value"]
                     if s["st_info"]["type"] in ("STT_FUNC", "STT_NOTYPE") and s.name and \
                             not s.name.startswith(("$", ".L")) and abi.ROM.base <= s["st_value"] < abi.ROM.size:
                         symbols.append((s["st_value"], s["st_size"], s.name))
             symbols.sort()
-            return Image(path, elf["e_entry"], segments, symbols, text)
+            return Image(path, elf["e_entry"], segments, symbols, text, addresses)
         except ELFError as e:
             raise ElfError(f"{path}: not a valid ELF file: {e}") from None

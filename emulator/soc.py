@@ -23,6 +23,7 @@ from quco.gst import abi
 PAGE = 4096
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
+STACK_CANARY = b"\xa5\x5a\xc3\x3c"
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
                3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
                6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
@@ -35,13 +36,23 @@ def _pages(n: int) -> int:
 
 @dataclass
 class Step:
-    """One boot or launch: what the core retired until it slept again."""
+    """One boot or launch: what the core retired until it slept again.
+
+    `cycles` is None without a timing profile; `reads`/`writes` (per region name:
+    ROM, DATA, GST; ROM reads include one instruction fetch per instruction) are None
+    unless the Soc counts memory accesses. `trace` lists (address, size, cycles) of every
+    executed block when tracing."""
     instructions: int
     blocks: int
+    cycles: int | None = None
+    reads: dict | None = None
+    writes: dict | None = None
+    trace: list | None = None
 
 
 class Soc:
-    def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, block_hook=None):
+    def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, timer=None,
+                 count_memory: bool = False, trace: bool = False):
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
         self.image, self.budget = image, budget
@@ -53,6 +64,9 @@ class Soc:
         uc.mem_map(abi.GST_REGION.base, _pages(abi.GST_REGION.size), UC_PROT_READ)
         uc.mem_map(abi.MAILBOX.base, abi.MAILBOX.size, UC_PROT_READ | UC_PROT_WRITE)
         uc.mem_map(abi.LDS.base, _pages(lds_real), UC_PROT_READ | UC_PROT_WRITE)
+        # Stack high-water mark: DATA starts out filled with a canary that only the stack
+        # above .bss can overwrite; crt0 clears .bss itself.
+        uc.mem_write(abi.DATA.base, STACK_CANARY * (abi.DATA.size // 4))
         for addr, data in image.segments:
             uc.mem_write(addr, data)
         uc.mem_write(abi.GST_REGION.base, gst)
@@ -67,9 +81,21 @@ class Soc:
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
-        uc.hook_add(UC_HOOK_BLOCK, block_hook or self._on_block)
+        self.timer, self.count_memory, self.tracing = timer, count_memory, trace
+        if trace:
+            uc.hook_add(UC_HOOK_BLOCK, self._on_block_traced)
+        elif timer is not None:
+            uc.hook_add(UC_HOOK_BLOCK, self._on_block_timed)
+        else:
+            uc.hook_add(UC_HOOK_BLOCK, self._on_block)
+        if count_memory:
+            for r in (abi.ROM, abi.DATA, abi.GST_REGION):
+                uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, r.name,
+                            begin=r.base, end=r.base + r.size - 1)
         self.pc = image.entry
-        self.instructions = self.blocks = 0
+        self.instructions = self.blocks = self.cycles = 0
+        self.prev = None
+        self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
 
     # ---------------------------------------------------------------- hooks
@@ -79,6 +105,22 @@ class Soc:
         if self.instructions > self.budget:
             self._fault = (faults.BudgetExceeded, f"more than {self.budget} instructions in one step", None)
             uc.emu_stop()
+
+    def _on_block_timed(self, uc, address, size, _):
+        self.cycles += self.timer.cost(self.prev, address, size)
+        self.prev = (address, size)
+        self._on_block(uc, address, size, _)
+
+    def _on_block_traced(self, uc, address, size, _):
+        c = self.timer.cost(self.prev, address, size) if self.timer else size >> 2
+        self.cycles += c
+        self.prev = (address, size)
+        self.trace.append((address, size, c))
+        self._on_block(uc, address, size, _)
+
+    def _on_access(self, uc, access, address, size, value, region):
+        counts = self.writes if access == UC_MEM_WRITE else self.reads
+        counts[region] = counts.get(region, 0) + 1
 
     def _on_guard(self, uc, access, address, size, value, region):
         name, base, real = region
@@ -108,7 +150,9 @@ class Soc:
     def run(self) -> Step:
         """Run from the saved PC until the firmware sleeps (wfi) again."""
         self._fault = None
-        self.instructions = self.blocks = 0
+        self.instructions = self.blocks = self.cycles = 0
+        self.prev = None
+        self.reads, self.writes, self.trace = {}, {}, []
         try:
             self.uc.emu_start(self.pc, STOP_ADDRESS)
         except UcError as e:
@@ -121,7 +165,13 @@ class Soc:
         if self._fault is not None:
             self._raise(*self._fault, pc)
         self.pc = pc
-        return Step(self.instructions, self.blocks)
+        reads = writes = None
+        if self.count_memory:
+            reads = {r.name: self.reads.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
+            reads["ROM"] += self.instructions  # one 32-bit fetch per instruction
+            writes = {r.name: self.writes.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
+        return Step(self.instructions, self.blocks, self.cycles if (self.timer or self.tracing) else None,
+                    reads, writes, self.trace if self.tracing else None)
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
@@ -132,6 +182,16 @@ class Soc:
 
     def mailbox(self) -> dict:
         return abi.MAILBOX_LAYOUT.unpack(self.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size))
+
+    def stack_high_water(self) -> int:
+        """Deepest stack use since reset, in bytes, from the canary left untouched."""
+        bottom = self.image.addresses.get("__bss_end", abi.DATA.base)
+        top = abi.DATA.base + abi.DATA.size
+        data = self.read(bottom, top - bottom)
+        for off in range(0, len(data), 4):
+            if data[off:off + 4] != STACK_CANARY:
+                return top - (bottom + off)
+        return 0
 
     def lds(self, size: int | None = None) -> bytes:
         return self.read(abi.LDS.base, self.lds_bytes if size is None else size)

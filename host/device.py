@@ -16,12 +16,39 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quco.emulator import elf, soc
+from quco.emulator import elf, soc, timing
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FIRMWARE = ROOT / "firmware" / "build" / "quco.elf"
+
+
+QUCO_CLOCK_MHZ = 700       # QuCo Sec. VI: 700 MHz at 28 nm FDSOI
+READ_NJ, WRITE_NJ = 0.0032, 0.0061  # QuCo Sec. VI: energy per ROM/data/GST access
+
+
+@dataclass
+class Cost:
+    """What one step (boot or launch) cost the unit."""
+    instructions: int
+    cycles: int | None = None
+    ns: float | None = None
+    reads: dict | None = None
+    writes: dict | None = None
+    energy_nj: float | None = None
+    trace: list | None = None
+
+    @classmethod
+    def of(cls, step: soc.Step, clock_mhz: float) -> "Cost":
+        ns = step.cycles * 1000.0 / clock_mhz if step.cycles is not None else None
+        nj = None
+        if step.reads is not None:
+            nj = sum(step.reads.values()) * READ_NJ + sum(step.writes.values()) * WRITE_NJ
+        return cls(step.instructions, step.cycles, ns, step.reads, step.writes, nj, step.trace)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if k != "trace"}
 
 
 def firmware_path(path: str | Path | None = None) -> Path:
@@ -60,6 +87,7 @@ class LaunchResult:
     barriers_used: int = 0
     queues: list[QueueConfig] = field(default_factory=list)
     lds: bytes = b""
+    cost: Cost | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,7 +98,8 @@ class LaunchResult:
                 "generation": self.generation, "cache_hit": self.cache_hit,
                 "instructions": self.instructions, "tile": self.tile, "meta_bytes": self.meta_bytes,
                 "used_bytes": self.used_bytes, "barriers_used": self.barriers_used,
-                "queues": [dict(vars(q), block_bytes=q.block_bytes) for q in self.queues]}
+                "queues": [dict(vars(q), block_bytes=q.block_bytes) for q in self.queues],
+                "cost": self.cost.as_dict() if self.cost else None}
 
 
 class DeviceError(Exception):
@@ -139,17 +168,28 @@ class Device:
     """One QuCo unit: firmware in ROM, a GST, and the LDS window it configures."""
 
     def __init__(self, gst: bytes | str | Path = "r9-nano", firmware: str | Path | None = None,
-                 budget: int = soc.DEFAULT_BUDGET):
+                 budget: int = soc.DEFAULT_BUDGET, profile: str | Path | None = None,
+                 clock_mhz: float = QUCO_CLOCK_MHZ, count_memory: bool = False, trace: bool = False):
+        """`profile` names a timing profile (emulator/profiles) or a TOML file; without one
+        only instructions are counted. `count_memory` adds access counts and energy;
+        `trace` records every executed block (for `quco-emu profile`)."""
         self.gst = gst if isinstance(gst, bytes) else tables.load(gst)
         self.image = elf.load(firmware_path(firmware))
-        self.budget = budget
+        self.budget, self.clock_mhz = budget, clock_mhz
+        self.profile = timing.load_profile(profile) if profile is not None else None
+        self.count_memory, self.trace = count_memory, trace
         self._pending: dict | None = None
         self.reset()
 
     def reset(self) -> None:
         """Power-cycle: fresh memories, boot again. Usable after any fault."""
-        self.soc = soc.Soc(self.image, self.gst, budget=self.budget)
+        timer = timing.Timer(self.profile, None) if self.profile else None
+        self.soc = soc.Soc(self.image, self.gst, budget=self.budget, timer=timer,
+                           count_memory=self.count_memory, trace=self.trace)
+        if timer:
+            timer.fetch = self.soc.read
         self.boot_step = self.soc.run()
+        self.boot_cost = Cost.of(self.boot_step, self.clock_mhz)
         mb = self.soc.mailbox()
         self.boot_status = Status(mb["boot_status"])
         self.boot_detail = mb["detail"]
@@ -171,7 +211,8 @@ class Device:
             meta_bytes = abi.LDS_HEADER.unpack(self.soc.lds(abi.LDS_HEADER.size))["meta_bytes"]
             meta = self.soc.lds(meta_bytes)
         res = result_from(mb["status"], mb["detail"], meta, generation=mb["generation"],
-                          cache_hit=bool(mb["cache_hit"]), instructions=step.instructions)
+                          cache_hit=bool(mb["cache_hit"]), instructions=step.instructions,
+                          cost=Cost.of(step, self.clock_mhz))
         if check and not res.ok:
             raise DeviceError(res)
         return res

@@ -1,0 +1,198 @@
+"""Cycle model of an in-order RV32IMF core, precomputed per basic block.
+
+A profile (TOML, emulator/profiles/) gives the issue cycles of each instruction class,
+result latencies that stall a dependent instruction (load-use, FDIV/FSQRT) and two hazard
+switches. Each block is scheduled once, in order, with a register scoreboard; what is still
+in flight at its end (a load feeding the next block, an FDIV) is carried to the next block
+through a per-(previous, current) pair cost, also computed once. A conditional branch that
+ends a block costs `branch_taken` instead of `branch` when the next block is not its
+fall-through. Counting at run time is then one dictionary lookup per executed block.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",
+           "fp_add", "fp_mul", "fp_fma", "fp_div", "fp_other", "csr", "csr_machine", "system")
+FP = 32  # FP registers are numbered 32..63 in the scoreboard
+MACHINE_CSRS = {0x300, 0x341, 0x305, 0x342, 0xB00, 0xB02, 0xB80, 0xB82, 0x320, 0x7B0, 0x7B1, 0x7B2, 0x7B3}
+
+
+class ProfileError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    issue: dict
+    result: dict
+    jalr_operand: int
+    fpu_busy: bool
+    path: Path | None = None
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def load_profile(spec: str | Path = "cv32e40p") -> Profile:
+    path = PROFILE_DIR / f"{spec}.toml" if str(spec) in profile_names() else Path(spec)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise ProfileError(f"{spec}: no such profile file and no such built-in profile "
+                           f"({', '.join(profile_names())}): {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(f"{path}: not valid TOML: {e}") from None
+    issue, result, hazard = doc.get("issue", {}), doc.get("result", {}), doc.get("hazard", {})
+    missing = [c for c in CLASSES if c not in issue]
+    if missing:
+        raise ProfileError(f"{path}: [issue] lacks {', '.join(missing)}")
+    for table, values in (("issue", issue), ("result", result)):
+        for k, v in values.items():
+            if k not in CLASSES:
+                raise ProfileError(f"{path}: [{table}] {k}: unknown class (known: {', '.join(CLASSES)})")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
+                raise ProfileError(f"{path}: [{table}] {k} = {v!r}: expected an integer 0..1000")
+    return Profile(doc.get("name", path.stem), doc.get("description", ""), dict(issue), dict(result),
+                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)), path)
+
+
+@dataclass
+class Insn:
+    cls: str
+    dst: int | None
+    srcs: tuple[int, ...]
+    fpu: bool = False
+    kind: str = ""  # "branch", "call", "ret", "jump" for block ends
+
+
+def decode(word: int) -> Insn:
+    """Class and register operands of one RV32IMF instruction (x0 never carries a dependency)."""
+    op, rd, f3 = word & 0x7F, (word >> 7) & 31, (word >> 12) & 7
+    rs1, rs2, rs3, f7 = (word >> 15) & 31, (word >> 20) & 31, (word >> 27) & 31, word >> 25
+
+    def x(*regs):
+        return tuple(r for r in regs if r)
+
+    if op in (0x37, 0x17):
+        return Insn("alu", rd or None, ())
+    if op == 0x6F:
+        return Insn("jal", rd or None, (), kind="call" if rd == 1 else "jump")
+    if op == 0x67:
+        kind = "call" if rd == 1 else ("ret" if rd == 0 and rs1 == 1 else "jump")
+        return Insn("jalr", rd or None, x(rs1), kind=kind)
+    if op == 0x63:
+        return Insn("branch", None, x(rs1, rs2), kind="branch")
+    if op == 0x03:
+        return Insn("load", rd or None, x(rs1))
+    if op == 0x23:
+        return Insn("store", None, x(rs1, rs2))
+    if op == 0x13:
+        return Insn("alu", rd or None, x(rs1))
+    if op == 0x33:
+        cls = "alu" if f7 != 1 else ("mul" if f3 == 0 else "mulh" if f3 < 4 else "div")
+        return Insn(cls, rd or None, x(rs1, rs2))
+    if op == 0x73:
+        if f3 == 0:
+            return Insn("system", None, ())
+        csr = word >> 20
+        cls = "csr_machine" if csr in MACHINE_CSRS else "csr"
+        return Insn(cls, rd or None, x(rs1) if f3 < 4 else ())
+    if op == 0x07:
+        return Insn("load", FP + rd, x(rs1), fpu=True)
+    if op == 0x27:
+        return Insn("store", None, x(rs1) + (FP + rs2,), fpu=True)
+    if op in (0x43, 0x47, 0x4B, 0x4F):
+        return Insn("fp_fma", FP + rd, (FP + rs1, FP + rs2, FP + rs3), fpu=True)
+    if op == 0x53:
+        fsrc = (FP + rs1, FP + rs2)
+        if f7 in (0x00, 0x04):
+            return Insn("fp_add", FP + rd, fsrc, fpu=True)
+        if f7 == 0x08:
+            return Insn("fp_mul", FP + rd, fsrc, fpu=True)
+        if f7 in (0x0C, 0x2C):
+            return Insn("fp_div", FP + rd, fsrc if f7 == 0x0C else (FP + rs1,), fpu=True)
+        if f7 in (0x10, 0x14):
+            return Insn("fp_other", FP + rd, fsrc, fpu=True)
+        if f7 == 0x50:  # compare: FP sources, integer result
+            return Insn("fp_other", rd or None, fsrc, fpu=True)
+        if f7 in (0x60, 0x70):  # fcvt.w[u].s, fmv.x.w, fclass: FP source, integer result
+            return Insn("fp_other", rd or None, (FP + rs1,), fpu=True)
+        if f7 in (0x68, 0x78):  # fcvt.s.w[u], fmv.w.x: integer source, FP result
+            return Insn("fp_other", FP + rd, x(rs1), fpu=True)
+    return Insn("alu", None, ())  # not RV32IMF: the emulator faults on it before it counts
+
+
+@dataclass
+class BlockTiming:
+    cycles: int                  # from an idle pipeline, last branch not taken
+    pending: dict                # register -> cycles after the block end until ready
+    fpu_pending: int             # cycles after the block end until the FPU is free
+    insns: list = field(repr=False, default_factory=list)
+    end_kind: str = ""
+    fallthrough: int = 0
+
+
+class Timer:
+    """Schedules blocks under a profile and caches their costs."""
+
+    def __init__(self, profile: Profile, fetch):
+        self.p, self.fetch = profile, fetch  # fetch(address, size) -> bytes
+        self.blocks: dict[tuple[int, int], BlockTiming] = {}
+        self.pairs: dict[tuple[int, int, int, int], int] = {}
+
+    def _schedule(self, insns, ready0: dict, fpu0: int):
+        issue, result, t, fpu_free = self.p.issue, self.p.result, 0, fpu0
+        ready, last_dst = dict(ready0), None
+        for ins in insns:
+            start = t
+            for r in ins.srcs:
+                start = max(start, ready.get(r, 0))
+                if ins.cls == "jalr" and r == last_dst:  # jumps resolve in ID: no forwarding
+                    start = max(start, ready[r] + self.p.jalr_operand)
+            if ins.fpu and self.p.fpu_busy:
+                start = max(start, fpu_free)
+            t = start + issue[ins.cls]
+            if ins.dst is not None:
+                # results are forwarded to the next instruction unless the profile says otherwise
+                ready[ins.dst] = start + result.get(ins.cls, issue[ins.cls])
+                if ins.cls == "jalr" or ins.cls == "jal":
+                    ready[ins.dst] = t
+            if ins.cls == "fp_div":
+                fpu_free = start + result.get("fp_div", issue["fp_div"])
+            last_dst = ins.dst
+        pending = {r: c - t for r, c in ready.items() if c - t > 0}
+        return t, pending, max(fpu_free - t, 0)
+
+    def block(self, address: int, size: int) -> BlockTiming:
+        key = (address, size)
+        bt = self.blocks.get(key)
+        if bt is None:
+            code = self.fetch(address, size)
+            insns = [decode(int.from_bytes(code[i:i + 4], "little")) for i in range(0, size - 3, 4)]
+            cycles, pending, fpu = self._schedule(insns, {}, 0)
+            bt = BlockTiming(cycles, pending, fpu, insns, insns[-1].kind if insns else "", address + size)
+            self.blocks[key] = bt
+        return bt
+
+    def cost(self, prev: tuple[int, int] | None, address: int, size: int) -> int:
+        """Cycles of block (address, size) when it follows block `prev`."""
+        key = (prev[0] if prev else -1, prev[1] if prev else 0, address, size)
+        c = self.pairs.get(key)
+        if c is None:
+            bt = self.block(address, size)
+            c = bt.cycles
+            if prev is not None:
+                pb = self.block(*prev)
+                if pb.pending or pb.fpu_pending:
+                    c = self._schedule(bt.insns, pb.pending, pb.fpu_pending)[0]
+                if pb.end_kind == "branch" and address != pb.fallthrough:
+                    c += self.p.issue["branch_taken"] - self.p.issue["branch"]
+            self.pairs[key] = c
+        return c
