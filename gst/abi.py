@@ -187,7 +187,7 @@ ATT_DESC = Struct("att_desc", (
     Field("global_length", "u32", "elements the queue streams"),
     Field("full_barrier", "u16", "barrier the ATT signals for slot 0"),
     Field("queue_index", "u16", "queue this descriptor feeds"),
-), 32, "ATT descriptor read by the ATT unit")
+), 24, "ATT descriptor read by the ATT unit")
 
 # ---------------------------------------------------------------- statuses
 class Status(IntEnum):

@@ -16,8 +16,9 @@ from rich.table import Table
 
 from quco.emulator.faults import ElfError, Fault
 from quco.gst import abi, tables
-from quco.host import reference
-from quco.host.device import Device, DeviceError, LaunchResult, describe, result_from
+from quco.emulator.timing import ProfileError
+from quco.host import profile, reference
+from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
@@ -36,8 +37,8 @@ def _gpu_for(args, kernel=None) -> str:
     return args.gpu or (kernel.gpu if kernel is not None and kernel.gpu else None) or DEFAULT_GPU
 
 
-def _device(gpu: str, firmware) -> Device:
-    dev = Device(tables.load(gpu), firmware)
+def _device(gpu: str, firmware, **options) -> Device:
+    dev = Device(tables.load(gpu), firmware, **options)
     if dev.boot_status != abi.Status.OK:
         raise UserError(f"{gpu}: the unit rejected the GST at boot: {dev.boot_message}", EXIT_STATUS)
     return dev
@@ -63,7 +64,8 @@ def cmd_launch(args) -> int:
         res = result_from(r.status, r.detail, r.lds, generation=1)
         boot = None
     else:
-        dev = _device(gpu, args.firmware)
+        profile = args.profile or ("cv32e40p" if args.cycles else None)
+        dev = _device(gpu, args.firmware, profile=profile, clock_mhz=args.clock, count_memory=args.cycles)
         res = dev.launch(kernel)
         boot = dev.boot_step.instructions
     if args.json:
@@ -79,9 +81,39 @@ def cmd_launch(args) -> int:
         if boot is not None:
             out.print(f"retired instructions: launch {res.instructions:,} (boot {boot:,}, once)"
                       f"{'; cache hit' if res.cache_hit else ''}")
+        if res.cost and res.cost.cycles is not None:
+            c = res.cost
+            energy = f", {c.energy_nj:.2f} nJ" if c.energy_nj is not None else ""
+            out.print(f"modelled ({dev.profile.name}): {c.cycles:,} cycles = {c.ns:,.0f} ns at "
+                      f"{args.clock:g} MHz{energy} (boot {dev.boot_cost.cycles:,} cycles)")
     if not res.ok:
         err.print(f"error: {kernel.name} on {gpu}: {res.message}")
         return EXIT_STATUS
+    return 0
+
+
+def cmd_profile(args) -> int:
+    kernel = load_kernel(args.kernel)
+    gpu = _gpu_for(args, kernel)
+    dev = _device(gpu, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
+    res = dev.launch(kernel, check=True)
+    if args.cached:
+        res = dev.launch(kernel, check=True)
+    step = "cached relaunch" if args.cached else "cold launch"
+    rows = profile.by_function(dev.image, res.cost.trace)
+    t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
+                    f"({dev.profile.name}), {res.instructions:,} instructions")
+    for col in ("function", "entries", "blocks", "instructions", "cycles", "% cycles"):
+        t.add_column(col, justify="left" if col == "function" else "right")
+    for r in rows:
+        t.add_row(r.name, str(r.calls), f"{r.blocks:,}", f"{r.instructions:,}", f"{r.cycles:,}",
+                  f"{100 * r.cycles / max(res.cost.cycles, 1):.1f}")
+    out.print(t)
+    if args.trace:
+        doc = profile.chrome_trace(dev.image, dev.soc.timer, res.cost.trace, args.clock,
+                                   f"QuCo {kernel.name} {step}")
+        Path(args.trace).write_text(json.dumps(doc))
+        out.print(f"wrote {args.trace} (open in https://ui.perfetto.dev)")
     return 0
 
 
@@ -155,7 +187,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--firmware", help="firmware ELF (default firmware/build/quco.elf or $QUCO_FIRMWARE)")
     p.add_argument("--reference", action="store_true", help="use the Python reference model, no emulator")
+    p.add_argument("--cycles", action="store_true",
+                   help="model cycles, latency and energy (default profile cv32e40p)")
+    p.add_argument("--profile", help="timing profile: cv32e40p, ipc1 or a TOML file (implies cycles)")
+    p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
     p.set_defaults(func=cmd_launch)
+    p = sub.add_parser("profile", help="cycles and instructions per firmware function for one launch")
+    p.add_argument("kernel")
+    p.add_argument("--gpu")
+    p.add_argument("--firmware")
+    p.add_argument("--profile", default="cv32e40p", help="timing profile (default cv32e40p)")
+    p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ)
+    p.add_argument("--cached", action="store_true", help="profile an identical relaunch instead")
+    p.add_argument("--trace", help="write a Chrome trace JSON (Perfetto) to this file")
+    p.set_defaults(func=cmd_profile)
     p = sub.add_parser("check", help="validate a kernel.json without running it")
     p.add_argument("kernel")
     p.set_defaults(func=cmd_check)
@@ -180,7 +225,7 @@ def main(argv=None) -> int:
     except KernelError as e:
         err.print(f"error: {e}", markup=False, highlight=False)
         return EXIT_INPUT
-    except tables.GstFileError as e:
+    except (tables.GstFileError, ProfileError) as e:
         err.print(f"error: {e}", markup=False, highlight=False)
         return EXIT_INPUT
     except UserError as e:

@@ -139,14 +139,19 @@ def describe(status: Status, detail: int) -> str:
     return text
 
 
+def config_bytes(num_queues: int) -> int:
+    """Bytes of header and descriptors a configuration of `num_queues` queues writes."""
+    return abi.LDS_HEADER.size + num_queues * (abi.QUEUE_DESC.size + abi.ATT_DESC.size)
+
+
 def decode_lds(meta: bytes, queue_lengths: list[int] | None = None) -> dict:
     """Header and queue descriptors of an LDS configuration image."""
     h = abi.LDS_HEADER.unpack(meta)
     queues = []
     qd, ad = abi.LDS_HEADER.size, abi.LDS_HEADER.size + h["num_queues"] * abi.QUEUE_DESC.size
     for i in range(h["num_queues"]):
-        d = abi.QUEUE_DESC.unpack(meta[qd + 16 * i:])
-        a = abi.ATT_DESC.unpack(meta[ad + 32 * i:])
+        d = abi.QUEUE_DESC.unpack(meta[qd + abi.QUEUE_DESC.size * i:])
+        a = abi.ATT_DESC.unpack(meta[ad + abi.ATT_DESC.size * i:])
         queues.append(QueueConfig(i, "stationary" if d["type"] else "streaming", d["elem_size"],
                                   a["global_length"], a["box_elems"], d["slots"], d["offset"],
                                   d["slot_bytes"], d["barrier_base"], d["barrier_count"]))
@@ -208,8 +213,7 @@ class Device:
         mb = self.soc.mailbox()
         meta = b""
         if mb["status"] == Status.OK:
-            meta_bytes = abi.LDS_HEADER.unpack(self.soc.lds(abi.LDS_HEADER.size))["meta_bytes"]
-            meta = self.soc.lds(meta_bytes)
+            meta = self.soc.lds(config_bytes(abi.LDS_HEADER.unpack(self.soc.lds(abi.LDS_HEADER.size))["num_queues"]))
         res = result_from(mb["status"], mb["detail"], meta, generation=mb["generation"],
                           cache_hit=bool(mb["cache_hit"]), instructions=step.instructions,
                           cost=Cost.of(step, self.clock_mhz))

@@ -44,7 +44,7 @@ class Result:
     detail: int = 0
     tile: int = 0
     slots: list[int] = field(default_factory=list)
-    lds: bytes = b""  # header + descriptors, meta_bytes long; empty on error
+    lds: bytes = b""  # header + descriptors (32 + 40 n bytes); empty on error
 
 
 def gst_crc(gst: bytes) -> int:
@@ -135,39 +135,42 @@ class Planner:
         lds = h["lds_bytes"] or g["lds_bytes"]
         self.meta = align(abi.LDS_HEADER.size + len(self.q) * (abi.QUEUE_DESC.size + abi.ATT_DESC.size))
         self.avail = max(lds - self.meta, 0)
-        # per-CU share of DRAM bandwidth in bytes per core cycle (MB/s over MHz)
-        self.bw = f32(g["dram_bw_mbps"]) / f32(clock) / f32(g["num_cus"])
+        # Reciprocals are taken once so the per-tile arithmetic only multiplies.
+        # cpb: core cycles per byte of one CU's DRAM share, = 1 / (MB/s / MHz / CUs)
+        self.cpb = f32(clock * g["num_cus"]) / f32(g["dram_bw_mbps"])
         self.lat = f32(g["lat_att_cycles"] + g["lat_l2_cycles"] + g["lat_dram_cycles"])
-        self.cl = f32(g["cache_line_bytes"])
+        self.inv_cl = f32(1.0) / f32(g["cache_line_bytes"])  # exact: a power of two
         wfs = h["consumer_wavefronts"]
-        self.sched = f32(g["simd_muls_per_cycle"] * min(wfs, const("WF_SCHED_CAP")))
+        self.inv_sched = f32(1.0) / f32(g["simd_muls_per_cycle"] * min(wfs, const("WF_SCHED_CAP")))
         self.overlap = f32(min(wfs - 1, g["wavefront_pools"]))
-        self.cost_const = f32(const("COST_A")) / self.bw + f32(const("COST_B")) / self.cl
+        self.cost_const = f32(const("COST_A")) * self.cpb + f32(const("COST_B")) * self.inv_cl
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
         self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
 
     # -- Algorithm 2: processing and memory time of one tile
     def proc_time(self, t: int):
-        bs = f32(t) / self.sched
+        bs = f32(t) * self.inv_sched
         extra = bs - f32(1.0)
         if extra < f32(0.0):
             extra = f32(0.0)
         return bs + extra * self.overlap
 
     def mem_time(self, t: int, e: int):
-        return self.lat + f32(t * e) / self.bw + f32(2 * t * e) / self.cl
+        return self.lat + f32(t * e) * self.cpb + f32(2 * t * e) * self.inv_cl
 
     # -- Algorithm 1: weighted merit over the tile range, then CI scaling
     def choose_tile(self) -> int:
         g = self.g
-        best_w, best_t = f32(-1.0), g["min_tile_elems"]
+        # weighted = merit x cost = (procTime x cost) / memTime, kept as a fraction: the
+        # comparison cross-multiplies instead of dividing (all terms are positive).
+        best_num, best_den, best_t = f32(-1.0), f32(1.0), g["min_tile_elems"]
         t = g["min_tile_elems"]
         while t <= g["max_tile_elems"]:
-            merit = self.proc_time(t) / self.mem_time(t, self.e_tile)
-            w = merit * (self.lat / f32(t) + self.cost_const)
-            if w > best_w:
-                best_w, best_t = w, t
+            cost = self.lat * f32(1.0 / t) + self.cost_const  # 1/t exact: t is a power of two
+            num, den = self.proc_time(t) * cost, self.mem_time(t, self.e_tile)
+            if num * best_den > best_num * den:
+                best_num, best_den, best_t = num, den, t
             t *= 2
         if not self.flags & abi.FLAG_NO_CI_SCALING:
             if self.ci < f32(const("CI_LOW")) and best_t < g["max_tile_elems"]:
@@ -196,14 +199,19 @@ class Planner:
         return n // t + (1 if n % t else 0)
 
     # -- Algorithm 3: streaming slots (Little's law, CU-aware), fallback, stationary share
+    def little_factor(self, t: int):
+        """Little's law slots per cycle of memory time: n_streaming / procTime, scaled by
+        CU_SLOT_REF / active CUs unless the CU-aware step is switched off. One division."""
+        if self.flags & abi.FLAG_NO_CU_AWARE:
+            return f32(len(self.stream)) / self.proc_time(t)
+        return f32(len(self.stream) * const("CU_SLOT_REF")) / (self.proc_time(t) * f32(self.cus))
+
     def little_slots(self, i: int, t: int) -> int:
         g = self.g
         if self.flags & abi.FLAG_NO_LITTLE:
             s = g["max_slots"]
         else:
-            ratio = f32(len(self.stream)) * self.mem_time(t, self.q[i].elem_size) / self.proc_time(t)
-            if not self.flags & abi.FLAG_NO_CU_AWARE:
-                ratio = ratio * f32(const("CU_SLOT_REF")) / f32(self.cus)
+            ratio = self.mem_time(t, self.q[i].elem_size) * self.little_factor(t)
             if not ratio >= f32(1.0):
                 s = 1
             elif ratio >= f32(g["max_slots"]):
@@ -269,8 +277,8 @@ def layout(p: Planner, tile: int, slots: list[int], generation: int) -> bytes:
     header = abi.LDS_HEADER.pack(dict(magic=abi.LDS_MAGIC, generation=generation, num_queues=len(p.q),
                                       tile_elems=tile, meta_bytes=p.meta, used_bytes=offset,
                                       barriers_used=barrier, compute_intensity=float(p.ci)))
-    body = header + b"".join(descs) + b"".join(atts)
-    return body + bytes(p.meta - len(body))
+    # the gap from here up to meta_bytes is not part of the configuration and is not written
+    return header + b"".join(descs) + b"".join(atts)
 
 
 def configure(gst: bytes, record: bytes, generation: int = 1) -> Result:

@@ -21,7 +21,7 @@ def test_struct_sizes_and_offsets_match_the_declared_layouts():
     assert struct.calcsize(abi.GST.fmt) == 256
     assert abi.GST.offset("checksum") == 8 and abi.GST.offset("name") + 32 <= 256
     assert abi.LAUNCH_HEADER.used == abi.LAUNCH_HEADER.size == 32
-    assert abi.QUEUE_DESC.used == 16 and abi.ATT_DESC.size == 32
+    assert abi.QUEUE_DESC.used == 16 and abi.ATT_DESC.used == abi.ATT_DESC.size == 24
     assert abi.LAUNCH_SIZE == 32 + 16 * 8
     assert abi.MAILBOX_RECORD + abi.LAUNCH_SIZE <= abi.MAILBOX.size
 

@@ -41,14 +41,14 @@ def test_algorithm_2_times_by_hand(r9):
     # below one scheduling round the overlap term is clamped: 128 / 256 = 0.5
     assert p.proc_time(128) == np.float32(0.5)
     # lat = ATT 100 + L2 300 + DRAM 450; per-CU BW = 512000 MB/s / 1000 MHz / 64 = 8 B/cycle
-    assert p.bw == np.float32(8.0) and p.lat == np.float32(850.0)
+    assert p.cpb == np.float32(0.125) and p.lat == np.float32(850.0)
     # mem = 850 + 512*2/8 + 2*512*2/64 = 850 + 128 + 32
     assert p.mem_time(512, 2) == np.float32(1010.0)
 
 
 def test_weighted_merit_peaks_at_1024_before_ci_scaling(r9):
     p = planner(r9, record(ci=2.0))  # 1 <= CI <= 4: no scaling
-    w = {t: float(p.proc_time(t) / p.mem_time(t, 2) * (p.lat / np.float32(t) + p.cost_const))
+    w = {t: float(p.proc_time(t)) / float(p.mem_time(t, 2)) * float(p.lat / t + p.cost_const)
          for t in (64 << k for k in range(8))}
     assert max(w, key=w.get) == 1024
     # the 4-slot LDS bound then halves it for 8+1 queues: 8*4*1024*2 B > 64 KiB - metadata
@@ -87,7 +87,7 @@ def test_layout_is_contiguous_aligned_and_within_the_lds(r9):
     res = ref.configure(r9, record())
     d = decode_lds(res.lds)
     h, qs = d["header"], d["queues"]
-    assert h["magic"] == abi.LDS_MAGIC and h["meta_bytes"] == 512  # 32 + 9 x 48 = 464 -> 512
+    assert h["magic"] == abi.LDS_MAGIC and h["meta_bytes"] == 512  # 32 + 9 x 40 = 392 -> 512
     end = h["meta_bytes"]
     for q in qs:
         assert q.offset == end and q.offset % abi.LDS_ALIGN == 0
@@ -128,8 +128,8 @@ def test_gst_magic_version_checksum(r9):
     (record(queues=((0, 0, 2),)), Status.QUEUE_LENGTH, 0),
     (record(queues=((8, 0, 2), (8, 2, 2))), Status.QUEUE_TYPE, 1),
     (record(queues=((8, 0, 3),)), Status.ELEM_SIZE, 0),
-    # metadata align(32 + 16 x 48) = 896 B, plus 16 queues x one 64-element fp16 slot (128 B)
-    (record(queues=((8, 0, 2),) * 16, lds_bytes=1024), Status.LDS_NO_FIT, 896 + 16 * 128),
+    # metadata align(32 + 16 x 40) = 768 B, plus 16 queues x one 64-element fp16 slot (128 B)
+    (record(queues=((8, 0, 2),) * 16, lds_bytes=1024), Status.LDS_NO_FIT, 768 + 16 * 128),
 ])
 def test_record_errors(r9, rec, status, detail):
     assert (ref.configure(r9, rec).status, ref.configure(r9, rec).detail) == (status, detail)
@@ -147,4 +147,4 @@ def test_queue_count_and_barrier_limit(r9):
 
 def test_lower_clock_means_more_bandwidth_per_cycle(r9):
     # DVFS: at 500 MHz the same DRAM delivers 16 B per core cycle
-    assert planner(r9, record(core_clock_mhz=500)).bw == np.float32(16.0)
+    assert planner(r9, record(core_clock_mhz=500)).cpb == np.float32(1 / 16)

@@ -24,16 +24,38 @@ typedef struct {
 /* gst.c: boot-time GST validation; returns a status, sets *detail. */
 uint32_t gst_check(uint32_t *detail);
 
+/* Identical consecutive queues (same length, type and element size; a kernel.json
+ * "count") get identical slots, so validation and planning work on groups of them: the
+ * 8+1 queues of a matrix kernel are two groups. Sums over queues become count x term. */
+typedef struct {
+    uint32_t length;
+    uint8_t count, stat, e, es; /* es = log2(e) */
+} group_t;
+typedef struct {
+    uint32_t ng, n_stream, n_stat, e_tile;
+    group_t g[QUCO_MAX_QUEUES];
+} groups_t;
+
 /* launch.c: record validation and the algorithm (Algorithms 1-3). */
-uint32_t launch_check(const launch_t *l, uint32_t *detail);
-uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail);
+void gst_derive(void); /* boot: values of a valid GST the planner reuses */
+uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail);
+uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail);
 uint32_t meta_bytes(uint32_t num_queues);
-uint32_t align_up(uint32_t n);
+static inline uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }
 
 /* layout.c: writes the header and descriptors at the LDS base, header last. */
 void layout_write(const launch_t *l, const config_t *c, uint32_t generation);
 
-/* cache.c: recently computed configurations keyed by the full launch record. */
-int cache_lookup(const launch_t *l, config_t *out);
-void cache_insert(const launch_t *l, const config_t *c);
+/* cache.c: recent configurations keyed by the whole launch record. A cold launch is
+ * copied into a scratch entry; committing it makes it live and evicts the oldest. */
+typedef struct {
+    uint32_t key_words; /* 0: empty */
+    launch_t rec;
+    config_t config;
+} entry_t;
+void cache_init(void);
+entry_t *cache_find(uint32_t num_queues); /* compares against the mailbox record */
+entry_t *cache_scratch(void);
+void cache_commit(void);                  /* scratch becomes a live entry */
+uint32_t key_words(uint32_t num_queues);
 #endif

@@ -1,60 +1,58 @@
-/* A few recent configurations in the data buffer, keyed by the whole launch record
- * (header plus the queues it uses), so an identical relaunch skips Algorithms 1-3.
- * Entries are replaced round-robin; the GST cannot change after boot. */
+/* Recent configurations in the data buffer, keyed by the whole launch record (header plus
+ * the queues it uses), so an identical relaunch skips validation and Algorithms 1-3.
+ * CACHE_ENTRIES live entries plus one scratch entry that every cold launch is copied
+ * into; committing swaps it with the oldest live entry, so nothing is copied twice.
+ * The GST cannot change after boot, so it is not part of the key. */
 #include "quco.h"
 
-#define KEY_WORDS_MAX (sizeof(launch_t) / 4u)
+static entry_t store[QUCO_CACHE_ENTRIES + 1];
+static uint8_t live[QUCO_CACHE_ENTRIES]; /* indices into store */
+static uint8_t spare, victim;
 
-typedef struct {
-    uint32_t key_words; /* 0: empty */
-    uint32_t key[KEY_WORDS_MAX];
-    config_t config;
-} entry_t;
-
-static entry_t entries[QUCO_CACHE_ENTRIES];
-static uint32_t next_victim;
-
-/* config_t copies by words: struct assignment would call memcpy, and there is no libc */
-static void copy_config(config_t *dst, const config_t *src)
+void cache_init(void)
 {
-    uint32_t *d = (uint32_t *)dst;
-    const uint32_t *s = (const uint32_t *)src;
-    for (uint32_t i = 0; i < sizeof(config_t) / 4u; i++)
-        d[i] = s[i];
+    for (uint32_t i = 0; i < QUCO_CACHE_ENTRIES; i++)
+        live[i] = (uint8_t)i;
+    spare = QUCO_CACHE_ENTRIES;
 }
 
-static uint32_t key_words(const launch_t *l)
-{
-    return (sizeof(quco_launch_header_t) + l->h.num_queues * sizeof(quco_queue_t)) / 4u;
-}
+uint32_t key_words(uint32_t n) { return (sizeof(quco_launch_header_t) + n * sizeof(quco_queue_t)) / 4u; }
 
-int cache_lookup(const launch_t *l, config_t *out)
+entry_t *cache_find(uint32_t n)
 {
-    const uint32_t *k = (const uint32_t *)l;
-    uint32_t n = key_words(l);
+    uint32_t words = key_words(n); /* always even: 8 + 2n */
     for (uint32_t e = 0; e < QUCO_CACHE_ENTRIES; e++) {
-        entry_t *en = &entries[e];
-        if (en->key_words != n)
+        entry_t *en = &store[live[e]];
+        if (en->key_words != words)
             continue;
-        uint32_t i = 0;
-        while (i < n && en->key[i] == k[i])
-            i++;
-        if (i == n) {
-            copy_config(out, &en->config);
-            return 1;
-        }
+        const uint32_t *a = (const uint32_t *)&en->rec, *end = a + words;
+        const volatile uint32_t *b = RECORD_IN;
+        do { /* two words a step: fewer taken branches on the hot path */
+            uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
+            if ((a0 ^ b0) | (a1 ^ b1))
+                break;
+            a += 2;
+            b += 2;
+        } while (a != end);
+        if (a == end)
+            return en;
     }
     return 0;
 }
 
-void cache_insert(const launch_t *l, const config_t *c)
+entry_t *cache_scratch(void)
 {
-    entry_t *en = &entries[next_victim];
-    const uint32_t *k = (const uint32_t *)l;
-    uint32_t n = key_words(l);
-    next_victim = (next_victim + 1u) % QUCO_CACHE_ENTRIES;
-    for (uint32_t i = 0; i < n; i++)
-        en->key[i] = k[i];
-    en->key_words = n;
-    copy_config(&en->config, c);
+    entry_t *en = &store[spare];
+    en->key_words = 0;
+    return en;
+}
+
+void cache_commit(void)
+{
+    entry_t *en = &store[spare];
+    en->key_words = key_words(en->rec.h.num_queues);
+    uint8_t old = live[victim];
+    live[victim] = spare;
+    spare = old;
+    victim = (uint8_t)((victim + 1u) % QUCO_CACHE_ENTRIES);
 }

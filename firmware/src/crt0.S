@@ -2,6 +2,10 @@
     .section .text.init, "ax"
     .globl _start
 _start:
+    .option push
+    .option norelax                 /* gp itself must not be relaxed against gp */
+    la      gp, __global_pointer$
+    .option pop
     la      sp, __stack_top
     la      t0, __data_start        /* copy initialised data from ROM */
     la      t1, __data_end

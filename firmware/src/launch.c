@@ -5,8 +5,6 @@
 
 #define OFF(f) __builtin_offsetof(quco_launch_header_t, f)
 
-uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }
-
 uint32_t meta_bytes(uint32_t n)
 {
     return align_up(sizeof(quco_lds_header_t) + n * (sizeof(quco_queue_desc_t) + sizeof(quco_att_desc_t)));
@@ -14,7 +12,7 @@ uint32_t meta_bytes(uint32_t n)
 
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
-uint32_t launch_check(const launch_t *l, uint32_t *detail)
+uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail)
 {
     const quco_launch_header_t *h = &l->h;
     float ci = h->compute_intensity;
@@ -46,12 +44,21 @@ uint32_t launch_check(const launch_t *l, uint32_t *detail)
         *detail = n;
         return QUCO_STATUS_QUEUE_COUNT;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const quco_queue_t *q = &l->q[i];
-        uint32_t e = q->elem_size, status = QUCO_STATUS_OK;
-        if (q->type > QUCO_QUEUE_STATIONARY)
+    /* A queue identical to the one before joins its group without being checked again:
+     * the first invalid queue is still the one reported. */
+    const uint32_t *w = (const uint32_t *)l->q;
+    uint32_t ng = 0, prev0 = 0, prev1 = 0, e_stream = 0, e_all = 0, n_stat = 0;
+    for (uint32_t i = 0; i < n; i++, w += 2) {
+        uint32_t w0 = w[0], w1 = w[1]; /* length; type | elem_size << 8 | reserved << 16 */
+        if (ng && w0 == prev0 && w1 == prev1) {
+            gr->g[ng - 1].count++;
+            n_stat += gr->g[ng - 1].stat;
+            continue;
+        }
+        uint32_t type = w1 & 0xffu, e = (w1 >> 8) & 0xffu, status = QUCO_STATUS_OK;
+        if (type > QUCO_QUEUE_STATIONARY)
             status = QUCO_STATUS_QUEUE_TYPE;
-        else if (q->length == 0u)
+        else if (w0 == 0u)
             status = QUCO_STATUS_QUEUE_LENGTH;
         else if (e != 1u && e != 2u && e != 4u && e != 8u)
             status = QUCO_STATUS_ELEM_SIZE;
@@ -59,21 +66,49 @@ uint32_t launch_check(const launch_t *l, uint32_t *detail)
             *detail = i;
             return status;
         }
+        group_t *g = &gr->g[ng++];
+        g->length = w0;
+        g->count = 1;
+        g->stat = (uint8_t)type;
+        g->e = (uint8_t)e;
+        g->es = (uint8_t)((e >> 1) - (e >> 3)); /* log2 of 1, 2, 4, 8 */
+        e_all = e > e_all ? e : e_all;
+        if (type == QUCO_QUEUE_STATIONARY)
+            n_stat++;
+        else
+            e_stream = e > e_stream ? e : e_stream;
+        prev0 = w0;
+        prev1 = w1;
     }
+    gr->ng = ng;
+    gr->n_stat = n_stat;
+    gr->n_stream = n - n_stat;
+    gr->e_tile = e_stream ? e_stream : e_all; /* largest streaming element, else largest */
     return QUCO_STATUS_OK;
 }
 
-/* Everything Algorithms 1-3 need, derived once per launch. */
+/* Everything Algorithms 1-3 need, derived once per launch. Tiles are powers of two,
+ * t = 1 << tk. */
 typedef struct {
-    const launch_t *l;
-    uint32_t n, n_stream, n_stat, flags, cus, avail, meta, e_tile;
+    const group_t *g;
+    uint32_t ng, n_stream, n_stat, flags, cus, avail, meta, e_tile;
     uint32_t min_tile, max_tile, max_slots, barrier_limit;
-    float ci, bw, lat, cl, sched, overlap, cost_const;
+    float ci, cpb, inv_sched, overlap, cost_const;
 } planner_t;
+
+/* GST-derived values, computed once at boot (gst_derive) */
+static float lat, inv_cl;
+
+void gst_derive(void)
+{
+    const volatile quco_gst_t *g = GST;
+    lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles);
+    inv_cl = 1.0f / (float)g->cache_line_bytes;
+}
 
 static float proc_time(const planner_t *p, uint32_t t)
 {
-    float bs = (float)t / p->sched;
+    float bs = (float)t * p->inv_sched;
     float extra = bs - 1.0f;
     if (extra < 0.0f)
         extra = 0.0f;
@@ -82,36 +117,45 @@ static float proc_time(const planner_t *p, uint32_t t)
 
 static float mem_time(const planner_t *p, uint32_t t, uint32_t e)
 {
-    return p->lat + (float)(t * e) / p->bw + (float)(2u * t * e) / p->cl;
+    return lat + (float)(t * e) * p->cpb + (float)(2u * t * e) * inv_cl;
 }
 
-/* LDS bytes with streaming queues at slots[] (or `all` slots if slots is NULL) and one
- * slot for every stationary queue. */
-static uint32_t bytes_needed(const planner_t *p, uint32_t t, const uint8_t *slots, uint32_t all)
+/* 2^-k as a float, exactly (k < 127) */
+static float inv_pow2(uint32_t k)
 {
-    uint32_t total = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
-        const quco_queue_t *q = &p->l->q[i];
-        uint32_t s = q->type == QUCO_QUEUE_STATIONARY ? 1u : (slots ? slots[i] : all);
-        total += align_up(s * t * q->elem_size);
+    union { uint32_t u; float f; } v = {(127u - k) << 23};
+    return v.f;
+}
+
+static uint32_t log2_u(uint32_t v)
+{
+    uint32_t k = 0;
+    while (v >>= 1)
+        k++;
+    return k;
+}
+
+/* Does the configuration fit the LDS and the barrier budget? Streaming groups at
+ * slots[i] (or `all` slots when slots is NULL), stationary groups at one slot.
+ * Leaves the bytes it counted in need_bytes. */
+static uint32_t need_bytes;
+static int fits(const planner_t *p, uint32_t tk, const uint8_t *slots, uint32_t all)
+{
+    uint32_t bytes = 0, barriers = 0;
+    for (uint32_t i = 0; i < p->ng; i++) {
+        const group_t *g = &p->g[i];
+        uint32_t s = g->stat ? 1u : (slots ? slots[i] : all);
+        bytes += g->count * align_up(s << (tk + g->es));
+        barriers += g->count * s;
     }
-    return total;
+    need_bytes = bytes;
+    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * barriers <= p->barrier_limit;
 }
 
-static uint32_t barriers_needed(const planner_t *p, const uint8_t *slots)
+static uint32_t tiles_in(uint32_t length, uint32_t tk)
 {
-    uint32_t total = 0;
-    for (uint32_t i = 0; i < p->n; i++)
-        total += p->l->q[i].type == QUCO_QUEUE_STATIONARY ? 1u : slots[i];
-    return QUCO_BARRIERS_PER_SLOT * total;
+    return (length >> tk) + ((length & ((1u << tk) - 1u)) ? 1u : 0u);
 }
-
-static int fits(const planner_t *p, uint32_t t, const uint8_t *slots)
-{
-    return bytes_needed(p, t, slots, 0) <= p->avail && barriers_needed(p, slots) <= p->barrier_limit;
-}
-
-static uint32_t tiles_in(uint32_t length, uint32_t t) { return length / t + (length % t ? 1u : 0u); }
 
 /* v >= 1; clears low set bits until one is left (no clz instruction in RV32IMF) */
 static uint32_t floor_pow2(uint32_t v)
@@ -124,13 +168,16 @@ static uint32_t floor_pow2(uint32_t v)
 /* Algorithms 1 and 2: weighted merit over the tile range, CI scaling, LDS bound. */
 static uint32_t choose_tile(const planner_t *p)
 {
-    float best_w = -1.0f;
+    /* weighted = (procTime x cost) / memTime, kept as a fraction: cross-multiplying
+     * replaces a 19-cycle FDIV per tile (host/reference.py does the same) */
+    float best_num = -1.0f, best_den = 1.0f;
     uint32_t best_t = p->min_tile;
-    for (uint32_t t = p->min_tile; t <= p->max_tile; t *= 2u) {
-        float merit = proc_time(p, t) / mem_time(p, t, p->e_tile);
-        float w = merit * (p->lat / (float)t + p->cost_const);
-        if (w > best_w) {
-            best_w = w;
+    for (uint32_t t = p->min_tile, k = log2_u(t); t <= p->max_tile; t *= 2u, k++) {
+        float cost = lat * inv_pow2(k) + p->cost_const;
+        float num = proc_time(p, t) * cost, den = mem_time(p, t, p->e_tile);
+        if (num * best_den > best_num * den) {
+            best_num = num;
+            best_den = den;
             best_t = t;
         }
     }
@@ -140,129 +187,138 @@ static uint32_t choose_tile(const planner_t *p)
         else if (p->ci > QUCO_CI_HIGH && best_t > p->min_tile)
             best_t /= 2u;
     }
-    while (best_t > p->min_tile && bytes_needed(p, best_t, 0, QUCO_TILE_BOUND_SLOTS) > p->avail)
+    while (best_t > p->min_tile) {
+        fits(p, log2_u(best_t), 0, QUCO_TILE_BOUND_SLOTS);
+        if (need_bytes <= p->avail)
+            break;
         best_t /= 2u;
+    }
     return best_t;
 }
 
-/* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap. */
-static uint32_t little_slots(const planner_t *p, const quco_queue_t *q, uint32_t t)
+/* Little's law slots per cycle of memory time (one division per tile tried) */
+static float little_factor(const planner_t *p, uint32_t t)
 {
-    uint32_t s;
-    if (p->flags & QUCO_FLAG_NO_LITTLE) {
-        s = p->max_slots;
-    } else {
-        float ratio = (float)p->n_stream * mem_time(p, t, q->elem_size) / proc_time(p, t);
-        if (!(p->flags & QUCO_FLAG_NO_CU_AWARE))
-            ratio = ratio * (float)QUCO_CU_SLOT_REF / (float)p->cus;
-        if (!(ratio >= 1.0f))
-            s = 1u;
-        else if (ratio >= (float)p->max_slots)
-            s = p->max_slots;
-        else
-            s = (uint32_t)ratio;
-    }
-    return min_u(floor_pow2(s), tiles_in(q->length, t));
+    if (p->flags & QUCO_FLAG_NO_CU_AWARE)
+        return (float)p->n_stream / proc_time(p, t);
+    return (float)(p->n_stream * QUCO_CU_SLOT_REF) / (proc_time(p, t) * (float)p->cus);
 }
 
-static void streaming_slots(const planner_t *p, uint32_t t, uint8_t *slots)
+/* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap, then the
+ * CI fallback when they do not fit. Returns whether the result fits. */
+static int streaming_slots(const planner_t *p, uint32_t t, uint8_t *slots)
 {
-    for (uint32_t i = 0; i < p->n; i++)
-        slots[i] = p->l->q[i].type == QUCO_QUEUE_STREAMING ? (uint8_t)little_slots(p, &p->l->q[i], t) : 0u;
-    if (fits(p, t, slots))
-        return;
+    uint32_t tk = log2_u(t), last_e = 0, last_s = 0;
+    float factor = (p->flags & QUCO_FLAG_NO_LITTLE) ? 0.0f : little_factor(p, t);
+    for (uint32_t i = 0; i < p->ng; i++) {
+        const group_t *g = &p->g[i];
+        if (g->stat) {
+            slots[i] = 0;
+            continue;
+        }
+        uint32_t s = p->max_slots;
+        if (!(p->flags & QUCO_FLAG_NO_LITTLE)) {
+            if (g->e == last_e) {
+                s = last_s; /* same element size: same ratio */
+            } else {
+                float ratio = mem_time(p, t, g->e) * factor;
+                if (!(ratio >= 1.0f))
+                    s = 1u;
+                else if (ratio < (float)p->max_slots)
+                    s = (uint32_t)ratio;
+                last_e = g->e;
+                last_s = s;
+            }
+        }
+        s = floor_pow2(s);
+        uint32_t cap = tiles_in(g->length, tk);
+        slots[i] = (uint8_t)(s < cap ? s : cap);
+    }
+    if (fits(p, tk, slots, 0))
+        return 1;
     int low = p->ci < QUCO_CI_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
     uint32_t fallback = low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS;
     uint32_t any_above_one = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
+    for (uint32_t i = 0; i < p->ng; i++) {
         if (slots[i] > fallback)
             slots[i] = (uint8_t)fallback;
         any_above_one |= slots[i] > 1u;
     }
-    while (any_above_one && !fits(p, t, slots)) {
+    int ok;
+    while (!(ok = fits(p, tk, slots, 0)) && any_above_one) {
         any_above_one = 0;
-        for (uint32_t i = 0; i < p->n; i++) {
+        for (uint32_t i = 0; i < p->ng; i++) {
             if (slots[i] > 1u)
                 slots[i] /= 2u;
             any_above_one |= slots[i] > 1u;
         }
     }
+    return ok;
 }
 
-uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
+uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail)
 {
     const volatile quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
     planner_t p;
-    p.l = l;
-    p.n = h->num_queues;
+    uint8_t gslots[QUCO_MAX_QUEUES];
     p.flags = h->flags;
     p.ci = h->compute_intensity;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
     p.cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
-    p.meta = meta_bytes(p.n);
+    p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
     p.min_tile = g->min_tile_elems;
     p.max_tile = g->max_tile_elems;
     p.max_slots = g->max_slots;
     p.barrier_limit = g->barrier_limit;
-    p.bw = (float)g->dram_bw_mbps / (float)clock / (float)g->num_cus;
-    p.lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles);
-    p.cl = (float)g->cache_line_bytes;
+    p.cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     uint32_t wfs = h->consumer_wavefronts;
-    p.sched = (float)(g->simd_muls_per_cycle * min_u(wfs, QUCO_WF_SCHED_CAP));
+    p.inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * min_u(wfs, QUCO_WF_SCHED_CAP));
     p.overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
-    p.cost_const = QUCO_COST_A / p.bw + QUCO_COST_B / p.cl;
-    p.n_stream = p.n_stat = 0;
-    uint32_t e_stream = 0, e_all = 0;
-    for (uint32_t i = 0; i < p.n; i++) {
-        uint32_t e = l->q[i].elem_size;
-        e_all = e > e_all ? e : e_all;
-        if (l->q[i].type == QUCO_QUEUE_STREAMING) {
-            p.n_stream++;
-            e_stream = e > e_stream ? e : e_stream;
-        } else {
-            p.n_stat++;
-        }
-    }
-    p.e_tile = p.n_stream ? e_stream : e_all;
+    p.cost_const = QUCO_COST_A * p.cpb + QUCO_COST_B * inv_cl;
+    p.g = gr->g;
+    p.ng = gr->ng;
+    p.n_stream = gr->n_stream;
+    p.n_stat = gr->n_stat;
+    p.e_tile = gr->e_tile;
 
-    uint8_t *slots = out->slots;
-    for (uint32_t i = 0; i < QUCO_MAX_QUEUES; i++)
-        slots[i] = 0;
-    for (uint32_t i = 0; i < p.n; i++)
-        slots[i] = 1u;
-    uint32_t need = barriers_needed(&p, slots);
-    if (need > p.barrier_limit) {
-        *detail = need;
-        return QUCO_STATUS_BARRIER_LIMIT;
-    }
-    need = bytes_needed(&p, p.min_tile, 0, 1u);
-    if (need > p.avail) {
-        *detail = p.meta + need;
+    if (!fits(&p, log2_u(p.min_tile), 0, 1u)) {
+        uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
+        if (barriers > p.barrier_limit) {
+            *detail = barriers;
+            return QUCO_STATUS_BARRIER_LIMIT;
+        }
+        *detail = p.meta + need_bytes;
         return QUCO_STATUS_LDS_NO_FIT;
     }
     uint32_t t = choose_tile(&p);
-    streaming_slots(&p, t, slots);
-    while (!fits(&p, t, slots)) { /* terminates: the smallest tile with one slot fits */
+    while (!streaming_slots(&p, t, gslots)) /* terminates: the smallest tile with one slot fits */
         t /= 2u;
-        streaming_slots(&p, t, slots);
-    }
     /* stationary queues share what the streaming queues left, evenly */
     if (p.n_stat) {
-        uint32_t spare = (p.avail - bytes_needed(&p, t, slots, 0)) / p.n_stat;
-        uint32_t spare_barriers = (p.barrier_limit - barriers_needed(&p, slots)) / p.n_stat;
-        for (uint32_t i = 0; i < p.n; i++) {
-            const quco_queue_t *q = &l->q[i];
-            if (q->type != QUCO_QUEUE_STATIONARY)
+        uint32_t tk = log2_u(t), streaming = 0;
+        for (uint32_t i = 0; i < p.ng; i++)
+            streaming += p.g[i].count * gslots[i];
+        uint32_t spare = (p.avail - need_bytes) / p.n_stat;
+        uint32_t spare_barriers =
+            (p.barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + p.n_stat)) / p.n_stat;
+        uint32_t s_barriers = 1u + spare_barriers / QUCO_BARRIERS_PER_SLOT;
+        for (uint32_t i = 0; i < p.ng; i++) {
+            const group_t *gr = &p.g[i];
+            if (!gr->stat)
                 continue;
-            uint32_t s = 1u + spare / align_up(t * q->elem_size);
-            s = min_u(s, 1u + spare_barriers / QUCO_BARRIERS_PER_SLOT);
-            s = min_u(min_u(s, p.max_slots), tiles_in(q->length, t));
-            slots[i] = (uint8_t)s;
+            uint32_t block_k = tk + gr->es > 7u ? tk + gr->es : 7u; /* align_up(t*e) = 2^block_k */
+            uint32_t s = 1u + (spare >> block_k);
+            s = min_u(min_u(s, s_barriers), p.max_slots);
+            gslots[i] = (uint8_t)min_u(s, tiles_in(gr->length, tk));
         }
     }
+    uint32_t q = 0;
+    for (uint32_t i = 0; i < p.ng; i++)
+        for (uint32_t c = 0; c < p.g[i].count; c++)
+            out->slots[q++] = gslots[i];
     out->tile = t;
     *detail = 0;
     return QUCO_STATUS_OK;

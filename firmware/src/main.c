@@ -3,35 +3,58 @@
 #include "quco.h"
 
 static uint32_t boot_status, boot_detail, generation;
-static launch_t launch;
+static const entry_t *in_lds; /* cache entry whose configuration the LDS holds, if any */
+static groups_t groups;
 
-static void copy_record(void)
+static uint32_t cold_launch(uint32_t *detail, uint32_t use_cache)
 {
-    uint32_t *dst = (uint32_t *)&launch;
-    for (uint32_t i = 0; i < sizeof(launch_t) / 4u; i++)
-        dst[i] = RECORD_IN[i];
+    entry_t *en = cache_scratch();
+    uint32_t *dst = (uint32_t *)&en->rec;
+    const volatile uint32_t *src = RECORD_IN;
+    uint32_t n = src[__builtin_offsetof(quco_launch_header_t, num_queues) / 4u];
+    uint32_t words = key_words(n <= QUCO_MAX_QUEUES ? n : 0u);
+    for (uint32_t i = 0; i < words; i += 2) { /* words is even: 8 + 2n */
+        uint32_t a = src[i], b = src[i + 1];
+        dst[i] = a;
+        dst[i + 1] = b;
+    }
+    if (in_lds == en)
+        in_lds = 0; /* the scratch entry is being reused */
+    uint32_t status = launch_check(&en->rec, &groups, detail);
+    if (status == QUCO_STATUS_OK)
+        status = plan(&en->rec, &groups, &en->config, detail);
+    if (status == QUCO_STATUS_OK) {
+        layout_write(&en->rec, &en->config, ++generation);
+        in_lds = en;
+        if (use_cache)
+            cache_commit();
+    }
+    return status;
 }
 
 static void serve_launch(void)
 {
     volatile quco_mailbox_t *mb = MAILBOX;
     uint32_t status = boot_status, detail = boot_detail, hit = 0;
-    config_t config;
     if (status == QUCO_STATUS_OK) {
-        copy_record();
-        status = launch_check(&launch, &detail);
-    }
-    if (status == QUCO_STATUS_OK) {
-        int use_cache = !(launch.h.flags & QUCO_FLAG_NO_CACHE);
-        hit = use_cache && cache_lookup(&launch, &config);
-        if (!hit) {
-            status = plan(&launch, &config, &detail);
-            if (status == QUCO_STATUS_OK && use_cache)
-                cache_insert(&launch, &config);
+        uint32_t flags = RECORD_IN[__builtin_offsetof(quco_launch_header_t, flags) / 4u];
+        uint32_t n = RECORD_IN[__builtin_offsetof(quco_launch_header_t, num_queues) / 4u];
+        uint32_t use_cache = !(flags & QUCO_FLAG_NO_CACHE);
+        const entry_t *en = (use_cache && n - 1u < QUCO_MAX_QUEUES) ? cache_find(n) : 0;
+        if (en) {
+            hit = 1;
+            if (en == in_lds) { /* the LDS already holds it: only the generation changes */
+                ((volatile quco_lds_header_t *)QUCO_LDS_BASE)->generation = ++generation;
+            } else {
+                layout_write(&en->rec, &en->config, ++generation);
+                in_lds = en;
+            }
+            detail = 0;
+            status = QUCO_STATUS_OK;
+        } else {
+            status = cold_launch(&detail, use_cache);
         }
     }
-    if (status == QUCO_STATUS_OK)
-        layout_write(&launch, &config, ++generation);
     mb->detail = detail;
     mb->cache_hit = hit;
     mb->generation = generation;
@@ -42,6 +65,9 @@ int main(void)
 {
     volatile quco_mailbox_t *mb = MAILBOX;
     boot_status = gst_check(&boot_detail);
+    if (boot_status == QUCO_STATUS_OK)
+        gst_derive();
+    cache_init();
     mb->boot_status = boot_status;
     mb->detail = boot_detail;
     for (;;) {
