@@ -156,8 +156,13 @@ class Planner:
             extra = f32(0.0)
         return bs + extra * self.overlap
 
+    def slope(self, e: int):
+        """memTime cycles per element of tile: e bytes over the DRAM share plus 2e bytes
+        of cache-line traffic (ACTA's T*E/BW + 2*T*E/CacheLine, per element)."""
+        return f32(e) * self.cpb + f32(2 * e) * self.inv_cl
+
     def mem_time(self, t: int, e: int):
-        return self.lat + f32(t * e) * self.cpb + f32(2 * t * e) * self.inv_cl
+        return self.lat + f32(t) * self.slope(e)
 
     # -- Algorithm 1: weighted merit over the tile range, then CI scaling
     def choose_tile(self) -> int:

@@ -15,9 +15,13 @@ typedef struct {
     quco_queue_t q[QUCO_MAX_QUEUES];
 } launch_t;
 
-/* A configuration: what the planner decides and the cache keeps. */
+/* A configuration: what the planner decides and the cache keeps. Queues are in runs of
+ * identical consecutive queues ("groups", see below): run i has count[i] queues with
+ * slots[i] slots each. */
 typedef struct {
     uint32_t tile;
+    uint32_t ng;
+    uint8_t count[QUCO_MAX_QUEUES];
     uint8_t slots[QUCO_MAX_QUEUES];
 } config_t;
 
@@ -38,7 +42,7 @@ typedef struct {
 
 /* launch.c: record validation and the algorithm (Algorithms 1-3). */
 void gst_derive(void); /* boot: values of a valid GST the planner reuses */
-uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail);
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, uint32_t *detail);
 uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail);
 uint32_t meta_bytes(uint32_t num_queues);
 static inline uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }

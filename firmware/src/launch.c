@@ -12,9 +12,19 @@ uint32_t meta_bytes(uint32_t n)
 
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
-uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail)
+/* Copies the record from the mailbox into l while validating it, so every word is read
+ * once; groups identical consecutive queues on the way. */
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, uint32_t *detail)
 {
     const quco_launch_header_t *h = &l->h;
+    uint32_t *dst = (uint32_t *)l;
+    for (uint32_t i = 0; i < sizeof(quco_launch_header_t) / 4u; i += 4) { /* 2 steps, not 8 */
+        uint32_t a = src[i], b = src[i + 1], c = src[i + 2], d = src[i + 3];
+        dst[i] = a;
+        dst[i + 1] = b;
+        dst[i + 2] = c;
+        dst[i + 3] = d;
+    }
     float ci = h->compute_intensity;
     *detail = 0;
     if (h->magic != QUCO_LAUNCH_MAGIC)
@@ -46,13 +56,16 @@ uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail)
     }
     /* A queue identical to the one before joins its group without being checked again:
      * the first invalid queue is still the one reported. */
-    const uint32_t *w = (const uint32_t *)l->q;
+    const volatile uint32_t *w = src + sizeof(quco_launch_header_t) / 4u;
+    uint32_t *q = dst + sizeof(quco_launch_header_t) / 4u;
     uint32_t ng = 0, prev0 = 0, prev1 = 0, e_stream = 0, e_all = 0, n_stat = 0;
-    for (uint32_t i = 0; i < n; i++, w += 2) {
+    group_t *g = gr->g - 1;
+    for (uint32_t i = 0; i < n; i++, w += 2, q += 2) {
         uint32_t w0 = w[0], w1 = w[1]; /* length; type | elem_size << 8 | reserved << 16 */
+        q[0] = w0;
+        q[1] = w1;
         if (ng && w0 == prev0 && w1 == prev1) {
-            gr->g[ng - 1].count++;
-            n_stat += gr->g[ng - 1].stat;
+            g->count++;
             continue;
         }
         uint32_t type = w1 & 0xffu, e = (w1 >> 8) & 0xffu, status = QUCO_STATUS_OK;
@@ -66,20 +79,21 @@ uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail)
             *detail = i;
             return status;
         }
-        group_t *g = &gr->g[ng++];
+        g++;
+        ng++;
         g->length = w0;
         g->count = 1;
         g->stat = (uint8_t)type;
         g->e = (uint8_t)e;
         g->es = (uint8_t)((e >> 1) - (e >> 3)); /* log2 of 1, 2, 4, 8 */
         e_all = e > e_all ? e : e_all;
-        if (type == QUCO_QUEUE_STATIONARY)
-            n_stat++;
-        else
+        if (type != QUCO_QUEUE_STATIONARY)
             e_stream = e > e_stream ? e : e_stream;
         prev0 = w0;
         prev1 = w1;
     }
+    for (uint32_t i = 0; i < ng; i++)
+        n_stat += gr->g[i].stat ? gr->g[i].count : 0u;
     gr->ng = ng;
     gr->n_stat = n_stat;
     gr->n_stream = n - n_stat;
@@ -92,18 +106,30 @@ uint32_t launch_check(const launch_t *l, groups_t *gr, uint32_t *detail)
 typedef struct {
     const group_t *g;
     uint32_t ng, n_stream, n_stat, flags, cus, avail, meta, e_tile;
-    uint32_t min_tile, max_tile, max_slots, barrier_limit;
+    uint32_t max_slots, barrier_limit;
     float ci, cpb, inv_sched, overlap, cost_const;
 } planner_t;
 
-/* GST-derived values, computed once at boot (gst_derive) */
+static uint32_t log2_u(uint32_t v)
+{
+    uint32_t k = 0;
+    while (v >>= 1)
+        k++;
+    return k;
+}
+
+/* GST-derived values, computed once at boot (gst_derive); tiles are handled as their
+ * log2, t = 1 << k, so the planner only shifts */
 static float lat, inv_cl;
+static uint32_t min_k, max_k;
 
 void gst_derive(void)
 {
     const volatile quco_gst_t *g = GST;
     lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles);
     inv_cl = 1.0f / (float)g->cache_line_bytes;
+    min_k = log2_u(g->min_tile_elems);
+    max_k = log2_u(g->max_tile_elems);
 }
 
 static float proc_time(const planner_t *p, uint32_t t)
@@ -115,9 +141,15 @@ static float proc_time(const planner_t *p, uint32_t t)
     return bs + extra * p->overlap;
 }
 
+/* memTime cycles per tile element for element size e */
+static float slope(const planner_t *p, uint32_t e)
+{
+    return (float)e * p->cpb + (float)(2u * e) * inv_cl;
+}
+
 static float mem_time(const planner_t *p, uint32_t t, uint32_t e)
 {
-    return lat + (float)(t * e) * p->cpb + (float)(2u * t * e) * inv_cl;
+    return lat + (float)t * slope(p, e);
 }
 
 /* 2^-k as a float, exactly (k < 127) */
@@ -125,14 +157,6 @@ static float inv_pow2(uint32_t k)
 {
     union { uint32_t u; float f; } v = {(127u - k) << 23};
     return v.f;
-}
-
-static uint32_t log2_u(uint32_t v)
-{
-    uint32_t k = 0;
-    while (v >>= 1)
-        k++;
-    return k;
 }
 
 /* Does the configuration fit the LDS and the barrier budget? Streaming groups at
@@ -165,35 +189,44 @@ static uint32_t floor_pow2(uint32_t v)
     return v;
 }
 
-/* Algorithms 1 and 2: weighted merit over the tile range, CI scaling, LDS bound. */
+/* Algorithms 1 and 2: weighted merit over the tile range, CI scaling, LDS bound.
+ * Returns log2 of the tile. */
 static uint32_t choose_tile(const planner_t *p)
 {
     /* weighted = (procTime x cost) / memTime, kept as a fraction: cross-multiplying
      * replaces a 19-cycle FDIV per tile (host/reference.py does the same) */
+    /* t doubles each step, so t/sched, t*slope and lat/t double or halve exactly: the
+     * terms are updated by one addition or multiplication by 0.5 each, bit for bit the
+     * values the model computes afresh */
     float best_num = -1.0f, best_den = 1.0f;
-    uint32_t best_t = p->min_tile;
-    for (uint32_t t = p->min_tile, k = log2_u(t); t <= p->max_tile; t *= 2u, k++) {
-        float cost = lat * inv_pow2(k) + p->cost_const;
-        float num = proc_time(p, t) * cost, den = mem_time(p, t, p->e_tile);
+    uint32_t best_k = min_k;
+    float bs = (float)(1u << min_k) * p->inv_sched;
+    float tm = (float)(1u << min_k) * slope(p, p->e_tile);
+    float lat_t = lat * inv_pow2(min_k);
+    for (uint32_t k = min_k; k <= max_k; k++, bs += bs, tm += tm, lat_t *= 0.5f) {
+        float extra = bs - 1.0f;
+        if (extra < 0.0f)
+            extra = 0.0f;
+        float num = (bs + extra * p->overlap) * (lat_t + p->cost_const), den = lat + tm;
         if (num * best_den > best_num * den) {
             best_num = num;
             best_den = den;
-            best_t = t;
+            best_k = k;
         }
     }
     if (!(p->flags & QUCO_FLAG_NO_CI_SCALING)) {
-        if (p->ci < QUCO_CI_LOW && best_t < p->max_tile)
-            best_t *= 2u;
-        else if (p->ci > QUCO_CI_HIGH && best_t > p->min_tile)
-            best_t /= 2u;
+        if (p->ci < QUCO_CI_LOW && best_k < max_k)
+            best_k++;
+        else if (p->ci > QUCO_CI_HIGH && best_k > min_k)
+            best_k--;
     }
-    while (best_t > p->min_tile) {
-        fits(p, log2_u(best_t), 0, QUCO_TILE_BOUND_SLOTS);
+    while (best_k > min_k) {
+        fits(p, best_k, 0, QUCO_TILE_BOUND_SLOTS);
         if (need_bytes <= p->avail)
             break;
-        best_t /= 2u;
+        best_k--;
     }
-    return best_t;
+    return best_k;
 }
 
 /* Little's law slots per cycle of memory time (one division per tile tried) */
@@ -206,9 +239,9 @@ static float little_factor(const planner_t *p, uint32_t t)
 
 /* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap, then the
  * CI fallback when they do not fit. Returns whether the result fits. */
-static int streaming_slots(const planner_t *p, uint32_t t, uint8_t *slots)
+static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
 {
-    uint32_t tk = log2_u(t), last_e = 0, last_s = 0;
+    uint32_t t = 1u << tk, last_e = 0, last_s = 0;
     float factor = (p->flags & QUCO_FLAG_NO_LITTLE) ? 0.0f : little_factor(p, t);
     for (uint32_t i = 0; i < p->ng; i++) {
         const group_t *g = &p->g[i];
@@ -269,8 +302,6 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
-    p.min_tile = g->min_tile_elems;
-    p.max_tile = g->max_tile_elems;
     p.max_slots = g->max_slots;
     p.barrier_limit = g->barrier_limit;
     p.cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
@@ -284,26 +315,33 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
     p.n_stat = gr->n_stat;
     p.e_tile = gr->e_tile;
 
-    if (!fits(&p, log2_u(p.min_tile), 0, 1u)) {
-        uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
-        if (barriers > p.barrier_limit) {
-            *detail = barriers;
-            return QUCO_STATUS_BARRIER_LIMIT;
+    uint32_t tk = choose_tile(&p);
+    while (!streaming_slots(&p, tk, gslots)) {
+        if (tk == min_k) {
+            /* nothing fits: not even one slot of the smallest tile per queue (the model
+             * checks this first; the answer is the same, the common path is shorter) */
+            uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
+            if (barriers > p.barrier_limit) {
+                *detail = barriers;
+                return QUCO_STATUS_BARRIER_LIMIT;
+            }
+            fits(&p, min_k, 0, 1u);
+            *detail = p.meta + need_bytes;
+            return QUCO_STATUS_LDS_NO_FIT;
         }
-        *detail = p.meta + need_bytes;
-        return QUCO_STATUS_LDS_NO_FIT;
+        tk--;
     }
-    uint32_t t = choose_tile(&p);
-    while (!streaming_slots(&p, t, gslots)) /* terminates: the smallest tile with one slot fits */
-        t /= 2u;
     /* stationary queues share what the streaming queues left, evenly */
     if (p.n_stat) {
-        uint32_t tk = log2_u(t), streaming = 0;
+        uint32_t streaming = 0;
         for (uint32_t i = 0; i < p.ng; i++)
             streaming += p.g[i].count * gslots[i];
-        uint32_t spare = (p.avail - need_bytes) / p.n_stat;
-        uint32_t spare_barriers =
-            (p.barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + p.n_stat)) / p.n_stat;
+        uint32_t spare = p.avail - need_bytes;
+        uint32_t spare_barriers = p.barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + p.n_stat);
+        if (p.n_stat > 1u) { /* skip two 35-cycle divisions in the common case */
+            spare /= p.n_stat;
+            spare_barriers /= p.n_stat;
+        }
         uint32_t s_barriers = 1u + spare_barriers / QUCO_BARRIERS_PER_SLOT;
         for (uint32_t i = 0; i < p.ng; i++) {
             const group_t *gr = &p.g[i];
@@ -315,11 +353,12 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
             gslots[i] = (uint8_t)min_u(s, tiles_in(gr->length, tk));
         }
     }
-    uint32_t q = 0;
-    for (uint32_t i = 0; i < p.ng; i++)
-        for (uint32_t c = 0; c < p.g[i].count; c++)
-            out->slots[q++] = gslots[i];
-    out->tile = t;
+    for (uint32_t i = 0; i < p.ng; i++) {
+        out->count[i] = p.g[i].count;
+        out->slots[i] = gslots[i];
+    }
+    out->ng = p.ng;
+    out->tile = 1u << tk;
     *detail = 0;
     return QUCO_STATUS_OK;
 }

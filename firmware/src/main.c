@@ -9,18 +9,9 @@ static groups_t groups;
 static uint32_t cold_launch(uint32_t *detail, uint32_t use_cache)
 {
     entry_t *en = cache_scratch();
-    uint32_t *dst = (uint32_t *)&en->rec;
-    const volatile uint32_t *src = RECORD_IN;
-    uint32_t n = src[__builtin_offsetof(quco_launch_header_t, num_queues) / 4u];
-    uint32_t words = key_words(n <= QUCO_MAX_QUEUES ? n : 0u);
-    for (uint32_t i = 0; i < words; i += 2) { /* words is even: 8 + 2n */
-        uint32_t a = src[i], b = src[i + 1];
-        dst[i] = a;
-        dst[i + 1] = b;
-    }
     if (in_lds == en)
         in_lds = 0; /* the scratch entry is being reused */
-    uint32_t status = launch_check(&en->rec, &groups, detail);
+    uint32_t status = launch_check(RECORD_IN, &en->rec, &groups, detail);
     if (status == QUCO_STATUS_OK)
         status = plan(&en->rec, &groups, &en->config, detail);
     if (status == QUCO_STATUS_OK) {
