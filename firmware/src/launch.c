@@ -120,8 +120,13 @@ static uint32_t log2_u(uint32_t v)
 
 /* GST-derived values, computed once at boot (gst_derive); tiles are handled as their
  * log2, t = 1 << k, so the planner only shifts */
-static float lat, inv_cl;
+static float lat, inv_cl, cpb_nominal, inv_sched_tab[QUCO_WF_SCHED_CAP];
 static uint32_t min_k, max_k;
+
+static float cycles_per_byte(uint32_t clock)
+{
+    return (float)(clock * GST->num_cus) / (float)GST->dram_bw_mbps;
+}
 
 void gst_derive(void)
 {
@@ -130,6 +135,9 @@ void gst_derive(void)
     inv_cl = 1.0f / (float)g->cache_line_bytes;
     min_k = log2_u(g->min_tile_elems);
     max_k = log2_u(g->max_tile_elems);
+    cpb_nominal = cycles_per_byte(g->core_clock_mhz); /* launches at the nominal clock */
+    for (uint32_t w = 1; w <= QUCO_WF_SCHED_CAP; w++) /* 1 / bestScheduling divisor per min(Wfs, 4) */
+        inv_sched_tab[w - 1] = 1.0f / (float)(g->simd_muls_per_cycle * w);
 }
 
 static float proc_time(const planner_t *p, uint32_t t)
@@ -304,9 +312,9 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
     p.avail = lds > p.meta ? lds - p.meta : 0u;
     p.max_slots = g->max_slots;
     p.barrier_limit = g->barrier_limit;
-    p.cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
+    p.cpb = clock == g->core_clock_mhz ? cpb_nominal : cycles_per_byte(clock);
     uint32_t wfs = h->consumer_wavefronts;
-    p.inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * min_u(wfs, QUCO_WF_SCHED_CAP));
+    p.inv_sched = inv_sched_tab[min_u(wfs, QUCO_WF_SCHED_CAP) - 1u];
     p.overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
     p.cost_const = QUCO_COST_A * p.cpb + QUCO_COST_B * inv_cl;
     p.g = gr->g;
