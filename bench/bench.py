@@ -1,8 +1,17 @@
-"""Firmware size and reconfiguration cost: ROM and data bytes, and the retired
-instructions of boot, a cold launch and a cached relaunch of every example kernel on
-every GST preset. Prints figures; asserts nothing (tests do that)."""
+"""What a reconfiguration costs, and how fast the emulator is. Prints figures; asserts
+nothing (the tests do that).
+
+    .venv/bin/python bench/bench.py [--profile cv32e40p] [--clock 700] [--seconds 2]
+
+Table 1: every GST preset x example kernel: retired instructions, modelled cycles, ns at
+the QuCo clock and memory-access energy for a cold launch (first launch after boot) and a
+cached relaunch, plus the firmware's ROM/data bytes and the measured stack high-water mark.
+Table 2: launches per second on one core, with and without cycle accounting, beside the
+reference model's configurations per second, measured in the same run.
+"""
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -11,9 +20,10 @@ from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.table import Table
 
+from quco.emulator import elf, soc, timing
 from quco.gst import abi, tables
 from quco.host import reference
-from quco.host.device import Device, firmware_path
+from quco.host.device import QUCO_CLOCK_MHZ, Device, firmware_path
 from quco.host.kernel import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,43 +31,94 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sizes(path: Path) -> dict:
     with path.open("rb") as f:
-        elf = ELFFile(f)
-        sec = {s.name: s["sh_size"] for s in elf.iter_sections()}
-    rom = sec.get(".text", 0) + sec.get(".data", 0)
-    data = sec.get(".data", 0) + sec.get(".bss", 0)
-    return {"rom": rom, "data": data, "stack_reserve": abi.STACK_RESERVE}
+        sec = {s.name: s["sh_size"] for s in ELFFile(f).iter_sections()}
+    return {"rom": sec.get(".text", 0) + sec.get(".data", 0), "data": sec.get(".data", 0) + sec.get(".bss", 0)}
 
 
-def main() -> int:
+def cost_table(kernels, profile: str, clock: float, elf_path: Path):
+    t = Table(title=f"reconfiguration cost ({profile} profile, {clock:g} MHz): cold / cached")
+    for col in ("gpu", "kernel", "tile", "instr", "cycles", "ns", "nJ", "instr $", "cycles $", "ns $", "nJ $"):
+        t.add_column(col, justify="left" if col in ("gpu", "kernel") else "right")
+    worst_stack, boot = 0, None
+    for gpu in tables.preset_names():
+        for k in kernels:
+            dev = Device(gpu, elf_path, profile=profile, clock_mhz=clock, count_memory=True)
+            boot = boot or dev.boot_cost
+            cold, cached = dev.launch(k, check=True), dev.launch(k, check=True)
+            assert cached.cache_hit, "an identical relaunch must hit the cache"
+            c, h = cold.cost, cached.cost
+            t.add_row(gpu, k.name, str(cold.tile), f"{c.instructions:,}", f"{c.cycles:,}", f"{c.ns:,.0f}",
+                      f"{c.energy_nj:.2f}", f"{h.instructions:,}", f"{h.cycles:,}", f"{h.ns:,.0f}",
+                      f"{h.energy_nj:.2f}")
+            worst_stack = max(worst_stack, dev.soc.stack_high_water())
+    return t, worst_stack, boot
+
+
+def rate(fn, seconds: float) -> float:
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        fn()
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def speed_table(kernel, profile: str, elf_path: Path, seconds: float):
+    """One core, one kernel (uncached: FLAG_NO_CACHE so every launch runs the algorithm)."""
+    image, gst = elf.load(elf_path), tables.load("r9-nano")
+    record = bytearray(kernel.record())
+    flags_at = abi.LAUNCH_HEADER.offset("flags")
+    record[flags_at:flags_at + 4] = (abi.FLAG_NO_CACHE).to_bytes(4, "little")
+    record = bytes(record)
+
+    def soc_launcher(**kw):
+        timer = timing.Timer(timing.load_profile(profile), None) if kw.pop("timed", False) else None
+        s = soc.Soc(image, gst, timer=timer, **kw)
+        if timer:
+            timer.fetch = s.read
+        s.run()
+
+        def launch():
+            s.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
+            s.write(abi.MAILBOX.base, b"\1\0\0\0")
+            s.run()
+        return launch
+
+    dev = Device(gst, elf_path, profile=profile)
+    rows = [
+        ("emulator, no accounting (Soc, count=False)", rate(soc_launcher(count=False), seconds)),
+        ("emulator, instruction counts (Soc)", rate(soc_launcher(), seconds)),
+        ("emulator, cycle accounting (Soc + timing)", rate(soc_launcher(timed=True), seconds)),
+        ("host shim Device.launch with cycles (decodes LDS)", rate(lambda: dev.launch(record), seconds)),
+        ("reference model configure()", rate(lambda: reference.configure(gst, record), seconds)),
+    ]
+    t = Table(title=f"speed on one core: {kernel.name}, R9 Nano, uncached launches")
+    t.add_column("what")
+    t.add_column("per second", justify="right")
+    t.add_column("vs reference", justify="right")
+    for what, r in rows:
+        t.add_row(what, f"{r:,.0f}", f"{r / rows[-1][1]:.1f}x")
+    return t
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="cv32e40p")
+    ap.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ)
+    ap.add_argument("--seconds", type=float, default=2.0, help="per speed measurement")
+    args = ap.parse_args(argv)
     con = Console()
-    elf = firmware_path()
-    s = sizes(elf)
-    con.print(f"firmware {elf}: ROM {s['rom']} / {abi.ROM.size} B, data (.data+.bss) {s['data']} B "
-              f"+ stack reserve {s['stack_reserve']} B of {abi.DATA.size} B; "
-              f"config cache {abi.const('CACHE_ENTRIES')} entries")
+    elf_path = firmware_path()
     kernels = [load_kernel(p) for p in sorted((ROOT / "examples" / "kernels").glob("*.json"))]
-    t = Table(title="retired instructions per step (cold = first launch, cached = identical relaunch)")
-    for col in ("gpu", "kernel", "boot", "cold", "cached", "tile", "slots"):
-        t.add_column(col, justify="left" if col in ("gpu", "kernel", "slots") else "right")
-    launches, t0 = 0, time.perf_counter()
-    for gpu in tables.preset_names():
-        for k in kernels:
-            dev = Device(gpu, elf)
-            cold = dev.launch(k, check=True)
-            cached = dev.launch(k, check=True)
-            launches += 2
-            t.add_row(gpu, k.name, f"{dev.boot_step.instructions:,}", f"{cold.instructions:,}",
-                      f"{cached.instructions:,}", str(cold.tile), "/".join(str(q.slots) for q in cold.queues))
-    emu_s = time.perf_counter() - t0
+    t, stack, boot = cost_table(kernels, args.profile, args.clock, elf_path)
     con.print(t)
-    t0 = time.perf_counter()
-    for gpu in tables.preset_names():
-        g = tables.load(gpu)
-        for k in kernels:
-            reference.configure(g, k.record())
-    ref_s = time.perf_counter() - t0
-    con.print(f"{launches} emulated launches (with device creation and boot) in {emu_s:.2f} s; "
-              f"{len(kernels) * len(tables.preset_names())} reference configurations in {ref_s:.3f} s")
+    s = sizes(elf_path)
+    con.print(f"ROM {s['rom']:,} B of {abi.ROM.size:,}; data (.data + .bss) {s['data']:,} B + "
+              f"{abi.STACK_RESERVE} B stack reserve of {abi.DATA.size:,}; stack high-water {stack} B "
+              f"(measured, all launches above); configuration cache: {abi.const('CACHE_ENTRIES')} entries")
+    con.print(f"boot: {boot.instructions:,} instructions, {boot.cycles:,} cycles, {boot.ns:,.0f} ns, "
+              f"{boot.energy_nj:.2f} nJ")
+    mm = next(k for k in kernels if k.name == "matrix-matrix")
+    con.print(speed_table(mm, args.profile, elf_path, args.seconds))
     return 0
 
 

@@ -24,6 +24,7 @@ PAGE = 4096
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 STACK_CANARY = b"\xa5\x5a\xc3\x3c"
+WFI_WORD = (0x10500073).to_bytes(4, "little")
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
                3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
                6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
@@ -52,7 +53,9 @@ class Step:
 
 class Soc:
     def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, timer=None,
-                 count_memory: bool = False, trace: bool = False):
+                 count_memory: bool = False, trace: bool = False, count: bool = True):
+        """count=False runs without any Python hook per block (the fastest mode): no
+        instruction counts; Unicorn's C-level instruction limit enforces the budget."""
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
         self.image, self.budget = image, budget
@@ -81,8 +84,11 @@ class Soc:
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
-        self.timer, self.count_memory, self.tracing = timer, count_memory, trace
-        if trace:
+        self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
+        self._pair_cycles = {}
+        if not count:
+            pass
+        elif trace:
             uc.hook_add(UC_HOOK_BLOCK, self._on_block_traced)
         elif timer is not None:
             uc.hook_add(UC_HOOK_BLOCK, self._on_block_timed)
@@ -107,9 +113,18 @@ class Soc:
             uc.emu_stop()
 
     def _on_block_timed(self, uc, address, size, _):
-        self.cycles += self.timer.cost(self.prev, address, size)
+        # hot path: one dictionary lookup keyed by (previous block, this block)
+        key = (self.prev, address, size)
+        c = self._pair_cycles.get(key)
+        if c is None:
+            c = self._pair_cycles[key] = self.timer.cost(self.prev, address, size)
+        self.cycles += c
         self.prev = (address, size)
-        self._on_block(uc, address, size, _)
+        self.instructions += size >> 2
+        self.blocks += 1
+        if self.instructions > self.budget:
+            self._fault = (faults.BudgetExceeded, f"more than {self.budget} instructions in one step", None)
+            uc.emu_stop()
 
     def _on_block_traced(self, uc, address, size, _):
         c = self.timer.cost(self.prev, address, size) if self.timer else size >> 2
@@ -154,7 +169,12 @@ class Soc:
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         try:
-            self.uc.emu_start(self.pc, STOP_ADDRESS)
+            if self.counting:
+                self.uc.emu_start(self.pc, STOP_ADDRESS)
+            else:  # Unicorn's own instruction limit (counted in C) guards against runaways
+                self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
+                if not self._fault and self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits():
+                    self._fault = (faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
         except UcError as e:
             pc = self.uc.reg_read(UC_RISCV_REG_PC)
             if self._fault is None:
@@ -172,6 +192,14 @@ class Soc:
             writes = {r.name: self.writes.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
         return Step(self.instructions, self.blocks, self.cycles if (self.timer or self.tracing) else None,
                     reads, writes, self.trace if self.tracing else None)
+
+    def _wfi_exits(self) -> set:
+        """PCs just after a wfi in the firmware image: where a clean step stops."""
+        if not hasattr(self, "_wfi_pcs"):
+            self._wfi_pcs = {addr + off + 4 for addr, data in self.image.segments
+                             for off in range(0, len(data) - 3, 4)
+                             if data[off:off + 4] == WFI_WORD}
+        return self._wfi_pcs
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
