@@ -23,8 +23,8 @@ from quco.host.kernel import KernelError, load_kernel
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 DEFAULT_GPU = "r9-nano"
-out = Console()
-err = Console(stderr=True)
+out = Console(width=None if sys.stdout.isatty() else 100)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 100)
 
 
 class UserError(Exception):
@@ -46,13 +46,13 @@ def _device(gpu: str, firmware, **options) -> Device:
 
 def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -> Table:
     t = Table(title=title)
-    for col in ("queue", "type", "elem B", "length", "tile", "slots", "LDS offset", "bytes", "barriers"):
-        t.add_column(col, justify="left" if col in ("queue", "type") else "right")
+    for col in ("#", "queue", "type", "elem", "length", "tile", "slots", "LDS offset", "bytes", "barriers"):
+        t.add_column(col, justify="left" if col in ("queue", "type") else "right", no_wrap=True)
     for q in res.queues:
-        name = names[q.index] if names and q.index < len(names) and names[q.index] else str(q.index)
-        t.add_row(name, q.type, str(q.elem_size), f"{q.length:,}", str(q.tile), str(q.slots),
-                  f"0x{q.offset:05x}", f"{q.block_bytes:,}",
-                  f"{q.barrier_base}..{q.barrier_base + q.barrier_count - 1}")
+        name = names[q.index] if names and q.index < len(names) and names[q.index] else ""
+        t.add_row(str(q.index), name, q.type, f"{q.elem_size} B", f"{q.length:,}", str(q.tile), str(q.slots),
+                  f"{q.offset:,}", f"{q.block_bytes:,}",
+                  f"{q.barrier_base}-{q.barrier_base + q.barrier_count - 1}")
     return t
 
 
