@@ -59,8 +59,8 @@ class Soc:
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
         self.image, self.budget = image, budget
-        self.lds_bytes = abi.GST.unpack(gst)["lds_bytes"]
-        lds_real = min(max(self.lds_bytes, 0), abi.LDS.size)
+        # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
+        lds_real = self.lds_bytes = min(abi.GST.unpack(gst)["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
         uc.mem_map(abi.ROM.base, abi.ROM.size, UC_PROT_READ | UC_PROT_EXEC)
         uc.mem_map(abi.DATA.base, _pages(abi.DATA.size), UC_PROT_READ | UC_PROT_WRITE)
