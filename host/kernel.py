@@ -34,9 +34,6 @@ class KernelError(Exception):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
 
-    def __str__(self) -> str:
-        return "\n".join(self.problems)
-
 
 @dataclass
 class Kernel:
@@ -104,6 +101,8 @@ def _allowed(sub: dict) -> str:
         return "non-empty string" if sub.get("minLength") else "string"
     if t == "boolean":
         return "true or false"
+    if t == "object":
+        return "object with " + ", ".join(sub["required"]) if sub.get("required") else "object"
     if t in ("integer", "number"):
         lo, hi = sub.get("minimum"), sub.get("maximum")
         text = t if lo is None else (f"{t} >= {_num(lo)}" if hi is None else f"{t} {_num(lo)} to {_num(hi)}")
@@ -148,7 +147,7 @@ def _messages(err) -> list[tuple[list, str]]:
         for k in (k for k in v if k not in known):
             hint = difflib.get_close_matches(k, known, n=1)
             msg = f"{_loc(path + [k])}: unknown field (allowed: {', '.join(known)})"
-            out.append((path + [k], msg + (f"; did you mean {hint[0]!r}?" if hint else "")))
+            out.append((path + [k], msg + (f"; did you mean {json.dumps(hint[0])}?" if hint else "")))
         return out
     if kind == "type":
         return [(path, f"{loc}: {_val(v)} is {_what(v, sub.get('type'))}; expected {allowed}")]
@@ -162,13 +161,13 @@ def _messages(err) -> list[tuple[list, str]]:
         return [(path, f"{loc}: {len(v)} entries; expected {allowed}")]
     if kind == "minLength":
         return [(path, f"{loc}: {_val(v)} is empty; expected {allowed}")]
-    return [(path, f"{loc or 'kernel'}: {err.message}")]
+    return [(path, f"{loc or '(top level)'}: {err.message}")]
 
 
 def _non_finite(v, path=()):
     """Paths of NaN / Infinity anywhere in the document (Python's json accepts them)."""
     if isinstance(v, float) and not math.isfinite(v):
-        yield list(path)
+        yield list(path), v
     elif isinstance(v, dict):
         for k, x in v.items():
             yield from _non_finite(x, (*path, k))
@@ -177,18 +176,13 @@ def _non_finite(v, path=()):
             yield from _non_finite(x, (*path, i))
 
 
-def _sort_key(path) -> list:
-    return [(isinstance(p, str), p) for p in path]
-
-
 def _problems(doc: dict) -> list[str]:
     found = []
-    bad = [p for p in _non_finite(doc)]
-    for p in bad:
-        found.append((p, f"{_loc(p)}: {_val(_get(doc, p))} is not a finite number; "
-                         f"expected {_allowed(_schema_at(p))}"))
+    bad = list(_non_finite(doc))
+    for p, v in bad:
+        found.append((p, f"{_loc(p)}: {_val(v)} is not a finite number; expected {_allowed(_schema_at(p))}"))
     for err in _validator().iter_errors(doc):
-        if list(err.absolute_path) not in bad:
+        if all(list(err.absolute_path) != p for p, _ in bad):
             found.extend(_messages(err))
     queues = doc.get("queues")
     if isinstance(queues, list) and len(queues) <= abi.MAX_QUEUES:
@@ -196,13 +190,7 @@ def _problems(doc: dict) -> list[str]:
         if sum(counts) > abi.MAX_QUEUES:
             found.append((["queues"], f"queues: {sum(counts)} queues after expanding count "
                                       f"({' + '.join(map(str, counts))}); expected at most {abi.MAX_QUEUES} in total"))
-    return [msg for _, msg in sorted(found, key=lambda pm: _sort_key(pm[0]))]
-
-
-def _get(doc, path):
-    for p in path:
-        doc = doc[p]
-    return doc
+    return [msg for _, msg in sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])]
 
 
 def _count(q) -> int:
@@ -226,10 +214,7 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
             name = q.get("name", "")
             names.append(f"{name}[{i}]" if name and n > 1 else name)
     part, abl = doc.get("partition", {}), doc.get("ablation", {})
-    flags = 0
-    for key, bit in ABLATION_FLAGS.items():
-        if not abl.get(key, True):
-            flags |= bit
+    flags = sum(bit for key, bit in ABLATION_FLAGS.items() if not abl.get(key, True))
     return Kernel(name=doc["name"], compute_intensity=float(doc["compute_intensity"]),
                   consumer_wavefronts=int(doc.get("consumer_wavefronts", DEFAULT_WAVEFRONTS)),
                   queues=queues, queue_names=names, flags=flags,
@@ -240,9 +225,8 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
 
 def _no_duplicates(pairs):
     keys = [k for k, _ in pairs]
-    dup = next((k for k in keys if keys.count(k) > 1), None)
-    if dup is not None:
-        raise ValueError(f"duplicate field {json.dumps(dup)}")
+    for k in (k for k in keys if keys.count(k) > 1):
+        raise ValueError(f"duplicate field {json.dumps(k)}")
     return dict(pairs)
 
 

@@ -1,0 +1,282 @@
+"""kernel.json: schema, error messages, the bundled examples and the packed launch record."""
+import json
+import math
+import struct
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from jsonschema import Draft202012Validator
+
+from quco.gst import abi
+from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel, schema
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels"
+N = 16_777_216
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def ci(flops: int, traffic: int) -> float:
+    return float(f"{float(Fraction(flops, traffic)):.4g}")
+
+
+def mm_ci(m, k, n):
+    return ci(2 * m * k * n, 2 * (m * k + k * n + m * n))
+
+
+# stem: (CI recomputed from the dimensions of QuCo Table I, queues as (length, type code, elem_size))
+EXPECTED = {
+    "elementwise-k": (ci(N, 4 * N), [(65536, 0, 2)]),
+    "elementwise": (ci(N, 6 * N), [(65536, 0, 2)] * 2),
+    "sumvectors": (ci(N, 6 * N), [(65536, 0, 2)] * 2),
+    "dot-product": (ci(2 * 2_097_152, 4 * 2_097_152 + 2), [(8192, 0, 2)] * 2),
+    "matrix-vector": (mm_ci(2048, 2048, 1), [(2048, 0, 2)] * 8 + [(2048, 1, 2)]),
+    "matrix-matrix": (mm_ci(512, 2048, 128), [(2048, 0, 2)] * 8 + [(2048, 1, 2)]),
+    "matrix-matrix-reduction": (mm_ci(1024, 1024, 4), [(1024, 0, 2)] * 8 + [(1024, 1, 2)]),
+    "batched-matrix-matrix": (mm_ci(1024, 1024, 4), [(1024, 0, 2)] * 8 + [(1024, 1, 2)]),
+}
+
+
+def unpack(record: bytes):
+    h = abi.LAUNCH_HEADER.unpack(record)
+    qs = [abi.QUEUE.unpack(record[abi.LAUNCH_HEADER.size + abi.QUEUE.size * i:])
+          for i in range(abi.MAX_QUEUES)]
+    return h, qs
+
+
+def minimal(**over):
+    doc = {"name": "k", "compute_intensity": 1.0,
+           "queues": [{"type": "streaming", "length": 64, "elem_size": 2}]}
+    doc.update(over)
+    return doc
+
+
+def problems_of(doc) -> str:
+    with pytest.raises(KernelError) as e:
+        parse_kernel(doc)
+    assert e.value.problems and str(e.value) == "\n".join(e.value.problems)
+    return str(e.value)
+
+
+# ---------------------------------------------------------------- schema and examples
+def test_schema_is_valid_draft_2020_12():
+    s = schema()
+    Draft202012Validator.check_schema(s)
+    assert s["$schema"].endswith("2020-12/schema")
+    assert set(s["required"]) == {"name", "compute_intensity", "queues"}
+    assert s["properties"]["queues"]["maxItems"] == abi.MAX_QUEUES
+
+
+def test_all_eight_examples_are_shipped():
+    assert {p.stem for p in EXAMPLES.glob("*.json")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECTED))
+def test_example_record_round_trips(stem):
+    k = load_kernel(EXAMPLES / f"{stem}.json")
+    want_ci, want_queues = EXPECTED[stem]
+    assert k.compute_intensity == want_ci
+    assert k.queues == want_queues and len(k.queue_names) == len(want_queues)
+    assert k.consumer_wavefronts == 8 and k.flags == 0
+    assert "FLOPs" in k.description and "elem_size 2" in k.description
+    rec = k.record()
+    assert len(rec) == abi.LAUNCH_SIZE
+    h, qs = unpack(rec)
+    assert h == dict(magic=abi.LAUNCH_MAGIC, flags=0, compute_intensity=f32(want_ci), consumer_wavefronts=8,
+                     core_clock_mhz=0, active_cus=0, lds_bytes=0, num_queues=len(want_queues))
+    assert [(q["length"], q["type"], q["elem_size"]) for q in qs[:len(want_queues)]] == want_queues
+    assert all(q["reserved"] == 0 for q in qs)
+    assert rec[abi.LAUNCH_HEADER.size + abi.QUEUE.size * len(want_queues):] == bytes(
+        abi.QUEUE.size * (abi.MAX_QUEUES - len(want_queues)))
+
+
+def test_example_ci_values_and_classes():
+    low = ["elementwise-k", "elementwise", "sumvectors", "dot-product", "matrix-vector"]
+    assert all(EXPECTED[s][0] < abi.const("CI_LOW") for s in low)  # Table I: low
+    assert EXPECTED["matrix-matrix"][0] > abi.const("CI_HIGH")     # Table I: high
+    assert {s: v[0] for s, v in EXPECTED.items()} == {
+        "elementwise-k": 0.25, "elementwise": 0.1667, "sumvectors": 0.1667, "dot-product": 0.5,
+        "matrix-vector": 0.999, "matrix-matrix": 97.52, "matrix-matrix-reduction": 3.969,
+        "batched-matrix-matrix": 3.969}
+
+
+def test_count_expands_names_and_defaults():
+    k = parse_kernel(minimal(queues=[{"name": "A", "type": "streaming", "length": 5, "elem_size": 4, "count": 3},
+                                     {"type": "stationary", "length": 7, "elem_size": 8}]))
+    assert k.queues == [(5, 0, 4)] * 3 + [(7, 1, 8)]
+    assert k.queue_names == ["A[0]", "A[1]", "A[2]", ""]
+    assert (k.consumer_wavefronts, k.core_clock_mhz, k.active_cus, k.lds_bytes, k.gpu) == (8, 0, 0, 0, None)
+
+
+def test_partition_and_ablation_reach_the_header():
+    k = parse_kernel(minimal(gpu="mi100", consumer_wavefronts=64,
+                             partition={"core_clock_mhz": 1200, "active_cus": 60, "lds_bytes": 32768},
+                             ablation={"ci_scaling": False, "littles_law": True, "cu_aware": False, "cache": False}))
+    h, _ = unpack(k.record())
+    assert k.gpu == "mi100"
+    assert h["flags"] == abi.FLAG_NO_CI_SCALING | abi.FLAG_NO_CU_AWARE | abi.FLAG_NO_CACHE
+    assert (h["core_clock_mhz"], h["active_cus"], h["lds_bytes"], h["consumer_wavefronts"]) == (1200, 60, 32768, 64)
+    all_off = parse_kernel(minimal(ablation={k: False for k in ("ci_scaling", "littles_law", "cu_aware", "cache")}))
+    assert all_off.flags == abi.FLAGS_ALL
+
+
+# ---------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("doc, expected", [
+    ({"compute_intensity": 1, "queues": [{"type": "streaming", "length": 1, "elem_size": 2}]},
+     ["name: missing (required non-empty string)"]),
+    (minimal(queues=[{"type": "streaming", "elem_size": 2}]),
+     ["queues[0].length: missing (required integer 1 to 4294967295)"]),
+    (minimal(compute_intensity="high"), ['compute_intensity: "high" is a string', "number 0 to 1000000"]),
+    (minimal(consumer_wavefronts=True), ["consumer_wavefronts: true is a boolean", "integer 1 to 64"]),
+    (minimal(queues=[{"type": "streaming", "length": 2.5, "elem_size": 2}]),
+     ["queues[0].length: 2.5 is not a whole number", "integer 1 to 4294967295"]),
+    (minimal(queues=[{"type": "streaming", "lenght": 4, "length": 4, "elem_size": 2}]),
+     ["queues[0].lenght: unknown field (allowed: name, type, length, elem_size, count)", 'did you mean "length"']),
+    (minimal(colour="red"), ["colour: unknown field (allowed: name, description, gpu, compute_intensity"]),
+    (minimal(partition={"clock": 5}), ["partition.clock: unknown field (allowed: core_clock_mhz, active_cus"]),
+    (minimal(queues=[{"type": "streaming", "length": 0, "elem_size": 2}]),
+     ["queues[0].length: 0 is out of range; expected integer 1 to 4294967295"]),
+    (minimal(queues=[{"type": "streaming", "length": -5, "elem_size": 2}]),
+     ["queues[0].length: -5 is out of range; expected integer 1 to 4294967295"]),
+    (minimal(queues=[{"type": "streaming", "length": 2**32, "elem_size": 2}]),
+     ["queues[0].length: 4294967296 is out of range"]),
+    (minimal(queues=[{"type": "streaming", "length": 1, "elem_size": 2}] * 2 +
+             [{"type": "streaming", "length": 1, "elem_size": 3}]),
+     ["queues[2].elem_size: 3 is not one of 1, 2, 4, 8"]),
+    (minimal(queues=[{"type": "stream", "length": 1, "elem_size": 2}]),
+     ['queues[0].type: "stream" is not one of "streaming", "stationary"']),
+    (minimal(compute_intensity=float("nan")), ["compute_intensity: NaN is not a finite number", "0 to 1000000"]),
+    (minimal(compute_intensity=float("inf")), ["compute_intensity: Infinity is not a finite number", "0 to 1000000"]),
+    (minimal(compute_intensity=-0.5), ["compute_intensity: -0.5 is out of range; expected number 0 to 1000000"]),
+    (minimal(compute_intensity=2e6), ["compute_intensity: 2000000.0 is out of range; expected number 0 to 1000000"]),
+    (minimal(queues=[{"type": "streaming", "length": 1, "elem_size": 2, "count": 9},
+                     {"type": "stationary", "length": 1, "elem_size": 2, "count": 8}]),
+     ["queues: 17 queues after expanding count (9 + 8); expected at most 16 in total"]),
+    (minimal(queues=[{"type": "streaming", "length": 1, "elem_size": 2}] * 17),
+     ["queues: 17 entries; expected array of 1 to 16 entries"]),
+    (minimal(queues=[]), ["queues: 0 entries; expected array of 1 to 16 entries"]),
+    (minimal(queues=[{"type": "streaming", "length": 1, "elem_size": 2, "count": 0}]),
+     ["queues[0].count: 0 is out of range; expected integer >= 1"]),
+    (minimal(partition={"lds_bytes": 1000}),
+     ["partition.lds_bytes: 1000 is not a multiple of 128; expected integer 0 to 262144, multiple of 128"]),
+    (minimal(partition={"active_cus": 2000}), ["partition.active_cus: 2000 is out of range; expected integer 0 to 1024"]),
+    (minimal(ablation={"cache": "no"}), ['ablation.cache: "no" is a string; expected true or false']),
+    (minimal(queues=[5]), ["queues[0]: 5 is a number; expected object with type, length, elem_size"]),
+])
+def test_bad_input_names_path_value_and_range(doc, expected):
+    text = problems_of(doc)
+    for part in expected:
+        assert part in text, f"{part!r} not in {text!r}"
+
+
+def test_all_problems_reported_sorted_by_path():
+    doc = {"queues": [{"type": "streaming", "length": 0, "elem_size": 3}], "compute_intensity": -1, "zzz": 1}
+    with pytest.raises(KernelError) as e:
+        parse_kernel(doc, where="in.json")
+    assert e.value.problems == [
+        "in.json: compute_intensity: -1 is out of range; expected number 0 to 1000000",
+        "in.json: name: missing (required non-empty string)",
+        "in.json: queues[0].elem_size: 3 is not one of 1, 2, 4, 8",
+        "in.json: queues[0].length: 0 is out of range; expected integer 1 to 4294967295",
+        "in.json: zzz: unknown field (allowed: name, description, gpu, compute_intensity, consumer_wavefronts, "
+        "queues, partition, ablation)",
+    ]
+
+
+def test_nan_is_reported_once():
+    errs = pytest.raises(KernelError, parse_kernel, minimal(compute_intensity=-math.inf)).value.problems
+    assert errs == ["kernel: compute_intensity: -Infinity is not a finite number; expected number 0 to 1000000"]
+
+
+@pytest.mark.parametrize("doc", [[1, 2], "kernel", None, 3])
+def test_top_level_must_be_object(doc):
+    assert "expected an object" in problems_of(doc)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"name": "k",\n  "compute_intensity": 1\n  "queues": []}', "not JSON: Expecting ',' delimiter at line 3 column 3"),
+    ("", "not JSON: Expecting value at line 1 column 1"),
+    ('{"name": "a", "name": "b"}', 'not JSON: duplicate field "name"'),
+])
+def test_not_json(tmp_path, text, expected):
+    p = tmp_path / "kernel.json"
+    p.write_text(text)
+    err = pytest.raises(KernelError, load_kernel, p).value
+    assert str(err) == f"{p}: {expected}"
+
+
+def test_nan_literal_in_file(tmp_path):
+    p = tmp_path / "k.json"
+    p.write_text(json.dumps(minimal(compute_intensity=float("nan"))))
+    assert "NaN" in p.read_text()
+    assert f"{p}: compute_intensity: NaN is not a finite number" in str(pytest.raises(KernelError, load_kernel, p).value)
+
+
+def test_not_utf8_and_not_object(tmp_path):
+    bad = tmp_path / "bin.json"
+    bad.write_bytes(b'{"name": "\xff"}')
+    assert str(pytest.raises(KernelError, load_kernel, bad).value).startswith(f"{bad}: not UTF-8")
+    arr = tmp_path / "arr.json"
+    arr.write_text("[1]")
+    assert str(pytest.raises(KernelError, load_kernel, arr).value) == f"{arr}: the top level is an array; expected an object"
+
+
+def test_unreadable_file(tmp_path):
+    missing = tmp_path / "nope.json"
+    assert str(pytest.raises(KernelError, load_kernel, missing).value) == f"{missing}: cannot read: No such file or directory"
+    assert str(pytest.raises(KernelError, load_kernel, tmp_path).value) == f"{tmp_path}: cannot read: Is a directory"
+
+
+# ---------------------------------------------------------------- property: valid docs pack faithfully
+queue_st = st.fixed_dictionaries(
+    {"type": st.sampled_from(["streaming", "stationary"]), "length": st.integers(1, 2**32 - 1),
+     "elem_size": st.sampled_from([1, 2, 4, 8])},
+    optional={"name": st.text(max_size=8), "count": st.integers(1, 4)})
+
+
+@st.composite
+def kernel_docs(draw):
+    queues = draw(st.lists(queue_st, min_size=1, max_size=4))
+    doc = {"name": draw(st.text(min_size=1, max_size=10)),
+           "compute_intensity": draw(st.floats(0, 1e6, allow_nan=False) | st.integers(0, 10**6)),
+           "queues": queues}
+    optional = {
+        "consumer_wavefronts": st.integers(1, 64), "gpu": st.sampled_from(["r9-nano", "mi100", "gst/x.toml"]),
+        "description": st.text(max_size=20),
+        "partition": st.fixed_dictionaries({}, optional={
+            "core_clock_mhz": st.integers(0, 10_000), "active_cus": st.integers(0, 1024),
+            "lds_bytes": st.integers(0, 2048).map(lambda n: 128 * n)}),
+        "ablation": st.fixed_dictionaries({}, optional={k: st.booleans() for k in
+                                                        ("ci_scaling", "littles_law", "cu_aware", "cache")}),
+    }
+    for key, strat in optional.items():
+        if draw(st.booleans()):
+            doc[key] = draw(strat)
+    return doc
+
+
+@settings(max_examples=200, deadline=None)
+@given(kernel_docs())
+def test_valid_docs_parse_and_pack(doc):
+    k = parse_kernel(json.loads(json.dumps(doc)))
+    assert isinstance(k, Kernel)
+    expanded = [q for q in doc["queues"] for _ in range(q.get("count", 1))]
+    rec = k.record()
+    assert len(rec) == abi.LAUNCH_SIZE
+    h, qs = unpack(rec)
+    part, abl = doc.get("partition", {}), doc.get("ablation", {})
+    flags = sum(bit for key, bit in [("ci_scaling", abi.FLAG_NO_CI_SCALING), ("littles_law", abi.FLAG_NO_LITTLE),
+                                     ("cu_aware", abi.FLAG_NO_CU_AWARE), ("cache", abi.FLAG_NO_CACHE)]
+                if abl.get(key) is False)
+    assert h == dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=f32(doc["compute_intensity"]),
+                     consumer_wavefronts=doc.get("consumer_wavefronts", 8),
+                     core_clock_mhz=part.get("core_clock_mhz", 0), active_cus=part.get("active_cus", 0),
+                     lds_bytes=part.get("lds_bytes", 0), num_queues=len(expanded))
+    assert [(q["length"], q["type"], q["elem_size"]) for q in qs[:len(expanded)]] == [
+        (q["length"], {"streaming": 0, "stationary": 1}[q["type"]], q["elem_size"]) for q in expanded]
+    assert all(q == dict(length=0, type=0, elem_size=0, reserved=0) for q in qs[len(expanded):])
+    assert (k.name, k.gpu, k.description) == (doc["name"], doc.get("gpu"), doc.get("description", ""))
