@@ -79,4 +79,5 @@ def load(spec: str | Path) -> bytes:
         raw = path.read_bytes()
     except OSError as e:
         raise GstFileError(f"{path}: cannot read: {e.strerror}") from None
-    return bytes(unpack(raw))
+    unpack(raw)  # checks the size
+    return raw

@@ -1,0 +1,111 @@
+"""quco-emu as a user runs it: output, JSON, exit codes, no tracebacks on bad input."""
+import json
+from pathlib import Path
+
+import pytest
+
+from quco.gst import abi, tables
+from quco.host import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+MM = str(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+
+
+def run(capsys, *argv):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_launch_prints_the_queue_table(capsys, elf_path):
+    code, out, _ = run(capsys, "launch", MM, "--firmware", elf_path)
+    assert code == 0
+    assert "tile 512" in out and "stationary" in out and "retired instructions: launch" in out
+
+
+def test_launch_json_with_cycles(capsys, elf_path):
+    code, out, _ = run(capsys, "launch", MM, "--json", "--cycles", "--firmware", elf_path)
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "OK" and doc["tile"] == 512
+    assert [q["slots"] for q in doc["queues"]] == [4] * 9
+    cost = doc["cost"]
+    assert cost["cycles"] > 0 and cost["ns"] == pytest.approx(cost["cycles"] * 1000 / 700)
+    assert cost["energy_nj"] > 0 and cost["reads"]["ROM"] >= cost["instructions"]
+
+
+def test_reference_and_firmware_print_the_same_configuration(capsys, elf_path):
+    _, fw, _ = run(capsys, "launch", MM, "--json", "--firmware", elf_path)
+    _, model, _ = run(capsys, "launch", MM, "--json", "--reference")
+    strip = lambda d: {k: v for k, v in json.loads(d).items() if k not in ("engine", "boot_instructions", "instructions", "cost")}  # noqa: E731
+    assert strip(fw) == strip(model)
+
+
+def test_device_error_status_names_the_problem(capsys, tmp_path, elf_path):
+    doc = json.loads(Path(MM).read_text())
+    doc["partition"] = {"lds_bytes": 1024}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "launch", path, "--firmware", elf_path)
+    assert code == cli.EXIT_STATUS and out == ""
+    assert "no configuration fits the LDS" in err and "bytes" in err
+
+
+def test_bad_kernel_file_exit_code_and_message(capsys, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"name": "x", "compute_intensity": 1, "queues": [{"type": "streaming", "length": 0, "elem_size": 2}]}')
+    code, out, err = run(capsys, "check", path)
+    assert code == cli.EXIT_INPUT and "queues[0].length" in err and "0" in err
+    code, _, err = run(capsys, "launch", tmp_path / "absent.json")
+    assert code == cli.EXIT_INPUT and "absent.json" in err
+
+
+def test_unknown_gpu_and_missing_firmware(capsys, tmp_path):
+    code, _, err = run(capsys, "launch", MM, "--gpu", "no-such-gpu")
+    assert code == cli.EXIT_INPUT and "no-such-gpu" in err and "r9-nano" in err
+    code, _, err = run(capsys, "launch", MM, "--firmware", tmp_path / "none.elf")
+    assert code == cli.EXIT_FIRMWARE and "make firmware" in err
+
+
+def test_gst_pack_show_check_round_trip(capsys, tmp_path):
+    out_file = tmp_path / "nano.gst"
+    code, _, _ = run(capsys, "gst", "pack", tables.PRESET_DIR / "r9-nano.toml", "-o", out_file)
+    assert code == 0 and out_file.read_bytes() == tables.load("r9-nano")
+    code, out, _ = run(capsys, "gst", "check", out_file)
+    assert code == 0 and "R9 Nano" in out
+    code, out, _ = run(capsys, "gst", "show", out_file, "--json")
+    assert json.loads(out)["num_cus"] == 64
+
+
+def test_gst_check_rejects_a_bad_table(capsys, tmp_path):
+    raw = bytearray(tables.load("r9-nano"))
+    raw[abi.GST.offset("num_cus")] = 0  # 64 -> 0, checksum now wrong too
+    bad = tmp_path / "bad.gst"
+    bad.write_bytes(bytes(raw))
+    code, _, err = run(capsys, "gst", "check", bad)
+    assert code == cli.EXIT_INPUT and "checksum" in err
+    g = tables.unpack(tables.load("r9-nano"))
+    g["num_cus"] = 0
+    bad.write_bytes(tables.pack(g))
+    code, _, err = run(capsys, "gst", "check", bad)
+    assert code == cli.EXIT_INPUT and "num_cus" in err and "1..1024" in err
+    toml = tmp_path / "bad.toml"
+    toml.write_text((tables.PRESET_DIR / "r9-nano.toml").read_text().replace("value = 64\nsource = \"QuCo Table II: 64 compute", "value = 0\nsource = \"QuCo Table II: 64 compute"))
+    code, _, err = run(capsys, "gst", "check", toml)
+    assert code == cli.EXIT_INPUT and "num_cus = 0" in err
+
+
+def test_profile_writes_a_chrome_trace(capsys, tmp_path, elf_path):
+    trace = tmp_path / "t.json"
+    code, out, _ = run(capsys, "profile", MM, "--trace", trace, "--firmware", elf_path)
+    assert code == 0 and "plan" in out and "layout_write" in out
+    events = json.loads(trace.read_text())["traceEvents"]
+    names = {e["name"] for e in events if e.get("ph") == "X"}
+    assert {"plan", "layout_write", "launch_check"} <= names
+    total = sum(e["args"]["cycles"] for e in events if e.get("ph") == "X" and e["name"] == "main")
+    assert total > 0
+
+
+def test_diff_reports_agreement(capsys, elf_path):
+    code, out, _ = run(capsys, "diff", MM, "--gpu", "r9-nano", "--firmware", elf_path)
+    assert code == 0 and "yes" in out and "NO" not in out
