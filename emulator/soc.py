@@ -15,6 +15,7 @@ from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FET
                      UC_MEM_WRITE, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
                      UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn.riscv_const import UC_RISCV_REG_PC
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC
 
 from quco.emulator import disasm, faults
 from quco.emulator.elf import Image
@@ -55,7 +56,8 @@ class Soc:
     def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, timer=None,
                  count_memory: bool = False, trace: bool = False, count: bool = True):
         """count=False runs without any Python hook per block (the fastest mode): no
-        instruction counts; Unicorn's C-level instruction limit enforces the budget."""
+        instruction counts. In every mode Unicorn's C-level instruction limit enforces the
+        budget (instructions per step)."""
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
         self.image, self.budget = image, budget
@@ -85,15 +87,15 @@ class Soc:
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
-        self._pair_cycles = {}
+        self._pair_cycles, self._raw_hooks = {}, []
         if not count:
             pass
         elif trace:
-            uc.hook_add(UC_HOOK_BLOCK, self._on_block_traced)
+            self._add_block_hook(self._on_block_traced)
         elif timer is not None:
-            uc.hook_add(UC_HOOK_BLOCK, self._on_block_timed)
+            self._add_block_hook(self._on_block_timed)
         else:
-            uc.hook_add(UC_HOOK_BLOCK, self._on_block)
+            self._add_block_hook(self._on_block)
         if count_memory:
             for r in (abi.ROM, abi.DATA, abi.GST_REGION):
                 uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, r.name,
@@ -105,33 +107,45 @@ class Soc:
         self._fault = None
 
     # ---------------------------------------------------------------- hooks
-    def _on_block(self, uc, address, size, _):
+    def _add_block_hook(self, fn):
+        """Register fn(handle, address, size, key) for every executed block.
+
+        The binding's hook_add wraps a callback in two more Python frames (exception guard,
+        argument adapter), which halves the launch rate; unicorn is pinned to 2.1.4, whose
+        binding exposes the raw registration used here. The counting hooks cannot raise."""
+        raw = getattr(self.uc, "_Uc__do_hook_add", None)
+        if raw is None:  # another binding version: the documented, slower path
+            self.uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: fn(None, a, s, None))
+            return
+        fptr = HOOK_CODE_CFUNC(fn)
+        self._raw_hooks.append(fptr)  # keep the C function pointer alive
+        raw(UC_HOOK_BLOCK, fptr, 1, 0)
+
+    # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
+    # hooks only count: they run once per executed block and dominate emulation time.
+    def _on_block(self, _handle, address, size, _key):
         self.instructions += size >> 2
         self.blocks += 1
-        if self.instructions > self.budget:
-            self._fault = (faults.BudgetExceeded, f"more than {self.budget} instructions in one step", None)
-            uc.emu_stop()
 
-    def _on_block_timed(self, uc, address, size, _):
+    def _block_cycles(self, address, size) -> int:
         # hot path: one dictionary lookup keyed by (previous block, this block)
         key = (self.prev, address, size)
         c = self._pair_cycles.get(key)
         if c is None:
             c = self._pair_cycles[key] = self.timer.cost(self.prev, address, size)
-        self.cycles += c
         self.prev = (address, size)
+        return c
+
+    def _on_block_timed(self, _handle, address, size, _key):
+        self.cycles += self._block_cycles(address, size)
         self.instructions += size >> 2
         self.blocks += 1
-        if self.instructions > self.budget:
-            self._fault = (faults.BudgetExceeded, f"more than {self.budget} instructions in one step", None)
-            uc.emu_stop()
 
-    def _on_block_traced(self, uc, address, size, _):
-        c = self.timer.cost(self.prev, address, size) if self.timer else size >> 2
+    def _on_block_traced(self, _handle, address, size, _key):
+        c = self._block_cycles(address, size) if self.timer else size >> 2
         self.cycles += c
-        self.prev = (address, size)
         self.trace.append((address, size, c))
-        self._on_block(uc, address, size, _)
+        self._on_block(_handle, address, size, _key)
 
     def _on_access(self, uc, access, address, size, value, region):
         counts = self.writes if access == UC_MEM_WRITE else self.reads
@@ -169,12 +183,10 @@ class Soc:
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         try:
-            if self.counting:
-                self.uc.emu_start(self.pc, STOP_ADDRESS)
-            else:  # Unicorn's own instruction limit (counted in C) guards against runaways
-                self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
-                if not self._fault and self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits():
-                    self._fault = (faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
+            # Unicorn's own instruction limit (counted in C) stops runaway code
+            self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
+            if not self._fault and self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits():
+                self._fault = (faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
         except UcError as e:
             pc = self.uc.reg_read(UC_RISCV_REG_PC)
             if self._fault is None:
