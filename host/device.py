@@ -114,7 +114,7 @@ def describe(status: Status, detail: int) -> str:
     """A status and its detail word as a sentence a user can act on."""
     text = abi.STATUS_TEXT[status]
     if status == Status.GST_FIELD:
-        f = next((f for f in abi.GST.fields if abi.GST.offset(f.name) == detail), None)
+        f = next((f for f in abi.GST_CHECKED if abi.GST.offset(f.name) == detail), None)
         if f is not None:
             rule = {"cache_line_bytes": "a power of two", "lds_bytes": "a multiple of 256",
                     "min_tile_elems": "a power of two",
@@ -122,7 +122,8 @@ def describe(status: Status, detail: int) -> str:
             extra = f"; must also be {rule}" if rule else ""
             return f"{text}: {f.name} must be within {f.lo:g}..{f.hi:g}{extra} ({f.doc})"
     if status == Status.RECORD_FIELD:
-        f = next((f for f in abi.LAUNCH_HEADER.fields if abi.LAUNCH_HEADER.offset(f.name) == detail), None)
+        f = next((f for f in abi.LAUNCH_HEADER.fields
+                  if abi.LAUNCH_HEADER.offset(f.name) == detail and f.lo is not None), None)
         if f is not None:
             limits = {"active_cus": "0..the GST's num_cus", "lds_bytes": "0..the GST's lds_bytes, multiple of 128"}
             return f"{text}: {f.name} must be within {limits.get(f.name, f'{f.lo:g}..{f.hi:g}')} ({f.doc})"

@@ -1,0 +1,74 @@
+"""The host shim: the ACTA-style flow of the papers' listings, resets, describe()."""
+from pathlib import Path
+
+import pytest
+
+from quco.gst import abi
+from quco.gst.abi import Status
+from quco.host import reference
+from quco.host.device import Device, DeviceError, describe
+from quco.host.kernel import load_kernel
+
+MM = Path(__file__).resolve().parent.parent / "examples" / "kernels" / "matrix-matrix.json"
+
+
+def test_acta_flow_equals_the_kernel_file(elf_path):
+    kernel = load_kernel(MM)
+    dev = Device("r9-nano", elf_path)
+    dev.init(compute_intensity=kernel.compute_intensity, consumer_wavefronts=kernel.consumer_wavefronts)
+    for length, qtype, elem in kernel.queues:
+        dev.register_queue("stationary" if qtype else "streaming", length=length, elem_size=elem)
+    res = dev.size_queue()
+    assert res.ok and res.lds[8:] == dev.launch(kernel).lds[8:]
+    assert (res.tile, [q.slots for q in res.queues]) == (512, [4] * 9)
+
+
+def test_acta_flow_errors(elf_path):
+    dev = Device("r9-nano", elf_path)
+    with pytest.raises(RuntimeError, match="init"):
+        dev.register_queue("streaming", 16, 2)
+    dev.init(compute_intensity=1.0)
+    with pytest.raises(ValueError, match="queue type 'fifo'"):
+        dev.register_queue("fifo", 16, 2)
+    dev.register_queue("streaming", 16, 3)
+    with pytest.raises(DeviceError, match="queue 0: element size is not 1, 2, 4 or 8"):
+        dev.size_queue()
+
+
+def test_reset_boots_again_and_forgets_the_cache(elf_path):
+    dev = Device("r9-nano", elf_path)
+    k = load_kernel(MM)
+    first = dev.launch(k)
+    assert dev.launch(k).cache_hit
+    dev.reset()
+    again = dev.launch(k)
+    assert not again.cache_hit and again.generation == 1 and again.lds == first.lds
+
+
+def test_cost_figures_are_consistent(elf_path):
+    dev = Device("r9-nano", elf_path, profile="ipc1", count_memory=True, clock_mhz=500)
+    res = dev.launch(load_kernel(MM))
+    c = res.cost
+    assert c.cycles == c.instructions, "IPC = 1 profile: one cycle per instruction"
+    assert c.ns == pytest.approx(c.instructions * 2.0)  # 500 MHz: 2 ns a cycle
+    reads, writes = sum(c.reads.values()), sum(c.writes.values())
+    assert c.energy_nj == pytest.approx(reads * 0.0032 + writes * 0.0061)
+    assert c.writes["ROM"] == 0 and c.writes["GST"] == 0
+
+
+def test_describe_names_fields_and_ranges():
+    assert "num_cus must be within 1..1024" in describe(Status.GST_FIELD, abi.GST.offset("num_cus"))
+    assert "lds_bytes" in describe(Status.RECORD_FIELD, abi.LAUNCH_HEADER.offset("lds_bytes"))
+    assert describe(Status.QUEUE_TYPE, 3).startswith("queue 3:")
+    assert all(describe(s, 0) for s in Status)
+
+
+def test_boot_status_answers_every_launch(elf_path):
+    from quco.gst import tables
+    g = tables.unpack(tables.load("r9-nano"))
+    g["max_slots"] = 0
+    dev = Device(tables.pack(g), elf_path)
+    assert dev.boot_status == Status.GST_FIELD and "max_slots" in dev.boot_message
+    res = dev.launch(load_kernel(MM))
+    expected = reference.configure(dev.gst, load_kernel(MM).record())
+    assert (res.status, res.detail) == (expected.status, expected.detail) == (Status.GST_FIELD, abi.GST.offset("max_slots"))
