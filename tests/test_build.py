@@ -1,0 +1,32 @@
+"""The link script refuses firmware that does not fit the unit's memories."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CC = ["riscv64-unknown-elf-gcc", "-march=rv32imf", "-mabi=ilp32f", "-Os", "-nostdlib", "-ffreestanding",
+      "-Wl,-T,firmware/quco.ld", str(ROOT / "firmware" / "src" / "crt0.S")]
+
+
+def link(tmp_path, c_source: str):
+    src = tmp_path / "big.c"
+    src.write_text(c_source)
+    return subprocess.run(CC + [str(src), "-o", str(tmp_path / "big.elf")], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("source,message", [
+    ("const volatile char blob[9000] = {1};\nint main(void) { return blob[8999]; }",
+     "exceed the 8 KiB ROM"),
+    ("volatile char buf[1700];\nint main(void) { return buf[1]; }",
+     "data plus the reserved stack exceed the 2 KiB data buffer"),
+])
+def test_overflowing_firmware_does_not_link(tmp_path, source, message):
+    r = link(tmp_path, source)
+    assert r.returncode != 0 and message in r.stderr
+
+
+def test_a_small_program_links(tmp_path):
+    r = link(tmp_path, "volatile char buf[64];\nint main(void) { return buf[1]; }")
+    assert r.returncode == 0, r.stderr
