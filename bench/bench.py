@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ)
     ap.add_argument("--seconds", type=float, default=2.0, help="per speed measurement")
     args = ap.parse_args(argv)
-    con = Console()
+    con = Console(width=None if sys.stdout.isatty() else 130)
     elf_path = firmware_path()
     kernels = [load_kernel(p) for p in sorted((ROOT / "examples" / "kernels").glob("*.json"))]
     t, stack, boot = cost_table(kernels, args.profile, args.clock, elf_path)
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
               f"(measured, all launches above); configuration cache: {abi.const('CACHE_ENTRIES')} entries")
     con.print(f"boot: {boot.instructions:,} instructions, {boot.cycles:,} cycles, {boot.ns:,.0f} ns, "
               f"{boot.energy_nj:.2f} nJ")
-    mm = next(k for k in kernels if k.name == "matrix-matrix")
+    mm = load_kernel(ROOT / "examples" / "kernels" / "matrix-matrix.json")
     con.print(speed_table(mm, args.profile, elf_path, args.seconds))
     return 0
 

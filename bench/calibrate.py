@@ -47,7 +47,7 @@ def matches(gst: bytes, kernels: dict) -> int:
 
 
 def main() -> int:
-    con = Console()
+    con = Console(width=None if sys.stdout.isatty() else 130)
     kernels = {n: load_kernel(ROOT / "examples" / "kernels" / f"{n}.json") for n in TABLE_III_R9_NANO}
     base = tables.unpack(tables.load("r9-nano"))
     gst = tables.pack(base)

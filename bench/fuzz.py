@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--records-per-gst", type=int, default=50)
     args = ap.parse_args(argv)
-    con, rng, elf = Console(), random.Random(args.seed), firmware_path()
+    con, rng, elf = Console(width=None if sys.stdout.isatty() else 110), random.Random(args.seed), firmware_path()
     statuses, boots = collections.Counter(), collections.Counter()
     disagreements, faults, cases, max_instr, max_stack = [], [], 0, 0, 0
     t0 = time.perf_counter()
