@@ -66,13 +66,26 @@ def unpack(raw: bytes) -> dict:
     return abi.GST.unpack(raw)
 
 
+def _resolve(spec: str | Path) -> Path:
+    if str(spec) in preset_names():
+        return PRESET_DIR / f"{spec}.toml"
+    path = Path(spec)
+    if not path.exists():
+        raise GstFileError(f"{spec}: no such file and no such preset (presets: {', '.join(preset_names())})")
+    return path
+
+
+def sources(spec: str | Path) -> dict:
+    """Where each figure of a TOML preset comes from ({} for a binary table)."""
+    path = _resolve(spec)
+    if path.suffix != ".toml":
+        return {}
+    return {k: v.get("source", "") for k, v in load_toml(path).items() if isinstance(v, dict)}
+
+
 def load(spec: str | Path) -> bytes:
     """A preset name, a .toml file or a binary .gst file -> 256 GST bytes."""
-    path = Path(spec)
-    if str(spec) in preset_names():
-        path = PRESET_DIR / f"{spec}.toml"
-    elif not path.exists():
-        raise GstFileError(f"{spec}: no such file and no such preset (presets: {', '.join(preset_names())})")
+    path = _resolve(spec)
     if path.suffix == ".toml":
         return pack(fields_from_doc(load_toml(path), str(path)))
     try:

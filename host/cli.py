@@ -151,14 +151,15 @@ def cmd_gst(args) -> int:
             print(json.dumps({k: (v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else v)
                               for k, v in g.items()}, indent=2))
             return 0
+        src = tables.sources(args.file)  # a TOML preset says where each figure comes from
         t = Table(title=f"GST {args.file}")
-        for col in ("field", "value", "meaning"):
-            t.add_column(col)
+        for col in ("field", "value", "meaning") + (("source",) if src else ()):
+            t.add_column(col, overflow="fold")
         for f in abi.GST.fields:
             v = g[f.name]
             shown = v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else (
                 f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
-            t.add_row(f.name, shown, f.doc)
+            t.add_row(f.name, shown, f.doc, *((src.get(f.name, ""),) if src else ()))
         out.print(t)
         return 0
     if args.action == "pack":

@@ -77,6 +77,18 @@ def test_gst_pack_show_check_round_trip(capsys, tmp_path):
     assert json.loads(out)["num_cus"] == 64
 
 
+@pytest.mark.parametrize("gpu", tables.preset_names())
+def test_every_preset_figure_names_its_source(gpu):
+    src = tables.sources(gpu)
+    assert {f.name for f in abi.GST_CHECKED} <= set(src)
+    assert all(len(text) > 10 for text in src.values()), "a source must say where the figure is from"
+
+
+def test_gst_show_of_a_preset_prints_the_sources(capsys):
+    code, out, _ = run(capsys, "gst", "show", "h100-sxm")
+    assert code == 0 and "source" in out and "1,980" in out and "estimate" in out
+
+
 def test_gst_check_rejects_a_bad_table(capsys, tmp_path):
     raw = bytearray(tables.load("r9-nano"))
     raw[abi.GST.offset("num_cus")] = 0  # 64 -> 0, checksum now wrong too
