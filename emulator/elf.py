@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from quco.emulator.faults import ElfError
 from quco.gst import abi
 
 LOADABLE = (abi.ROM, abi.DATA)
+SHF_EXECINSTR = SH_FLAGS.SHF_EXECINSTR
 
 
 @dataclass
@@ -70,12 +72,14 @@ def load(path: str | Path) -> Image:
                         text += seg["p_filesz"]
             symbols, addresses = [], {}
             symtab = elf.get_section_by_name(".symtab")
+            # code symbols only: LTO also leaves weak markers in the debug sections
+            code = {i for i, sec in enumerate(elf.iter_sections()) if sec["sh_flags"] & SHF_EXECINSTR}
             if symtab is not None:
                 for s in symtab.iter_symbols():
                     if s.name:
                         addresses[s.name] = s["st_value"]
                     if s["st_info"]["type"] in ("STT_FUNC", "STT_NOTYPE") and s.name and \
-                            not s.name.startswith(("$", ".L")) and abi.ROM.base <= s["st_value"] < abi.ROM.size:
+                            s["st_shndx"] in code and not s.name.startswith(("$", ".L")):
                         symbols.append((s["st_value"], s["st_size"], s.name))
             symbols.sort()
             return Image(path, elf["e_entry"], segments, symbols, text, addresses)

@@ -147,7 +147,8 @@ class Timer:
         self.blocks: dict[tuple[int, int], BlockTiming] = {}
         self.pairs: dict[tuple[int, int, int, int], int] = {}
 
-    def _schedule(self, insns, ready0: dict, fpu0: int):
+    def _schedule(self, insns, ready0: dict, fpu0: int, steps: list | None = None):
+        """Cycles of insns from state (ready0, fpu0); `steps` receives the time after each."""
         issue, result, t, fpu_free = self.p.issue, self.p.result, 0, fpu0
         ready, last_dst = dict(ready0), None
         for ins in insns:
@@ -167,6 +168,8 @@ class Timer:
             if ins.cls == "fp_div":
                 fpu_free = start + result.get("fp_div", issue["fp_div"])
             last_dst = ins.dst
+            if steps is not None:
+                steps.append(t)
         pending = {r: c - t for r, c in ready.items() if c - t > 0}
         return t, pending, max(fpu_free - t, 0)
 
@@ -196,3 +199,16 @@ class Timer:
                     c += self.p.issue["branch_taken"] - self.p.issue["branch"]
             self.pairs[key] = c
         return c
+
+    def split(self, prev: tuple[int, int] | None, address: int, size: int) -> list[int]:
+        """cost(prev, address, size) per instruction: each instruction's issue plus the
+        stalls it waits for; a taken-branch refetch counts against the first one."""
+        bt, ready, fpu, steps = self.block(address, size), {}, 0, []
+        if prev is not None:
+            pb = self.block(*prev)
+            ready, fpu = pb.pending, pb.fpu_pending
+        self._schedule(bt.insns, ready, fpu, steps)
+        out = [b - a for a, b in zip([0] + steps[:-1], steps)]
+        if out:
+            out[0] += self.cost(prev, address, size) - steps[-1]
+        return out

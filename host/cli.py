@@ -100,14 +100,17 @@ def cmd_profile(args) -> int:
     if args.cached:
         res = dev.launch(kernel, check=True)
     step = "cached relaunch" if args.cached else "cold launch"
-    rows = profile.by_function(dev.image, res.cost.trace)
+    rows = profile.by_function(dev.image, dev.soc.timer, res.cost.trace)
+    total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
-                    f"({dev.profile.name}), {res.instructions:,} instructions")
-    for col in ("function", "entries", "blocks", "instructions", "cycles", "% cycles"):
+                    f"({dev.profile.name}), {res.instructions:,} instructions",
+              caption="self: while the function is innermost (inlined helpers count apart); "
+                      "total: while it is on the stack")
+    for col in ("function", "entries", "instructions", "self cycles", "% self", "total cycles", "% total"):
         t.add_column(col, justify="left" if col == "function" else "right")
     for r in rows:
-        t.add_row(r.name, str(r.calls), f"{r.blocks:,}", f"{r.instructions:,}", f"{r.cycles:,}",
-                  f"{100 * r.cycles / max(res.cost.cycles, 1):.1f}")
+        t.add_row(r.name, str(r.entries), f"{r.instructions:,}", f"{r.cycles:,}",
+                  f"{100 * r.cycles / total:.1f}", f"{r.total_cycles:,}", f"{100 * r.total_cycles / total:.1f}")
     out.print(t)
     if args.trace:
         doc = profile.chrome_trace(dev.image, dev.soc.timer, res.cost.trace, args.clock,

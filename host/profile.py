@@ -1,14 +1,20 @@
-"""Attribute a traced launch to firmware functions, and write it as a Chrome trace.
+"""Attribute a traced launch to firmware source functions, inlined ones included, and
+write it as a Chrome trace.
 
 Input is the block trace of one step: (address, size, cycles) per executed basic block.
-Blocks are attributed to the ELF function symbol that contains their first instruction;
-calls and returns (jal/jalr with ra) rebuild the call stack for the trace's nested slices.
+Each block's cycles are split over its instructions by the timing model (issue plus the
+stalls an instruction waits for), and each instruction is attributed to the chain of
+source functions DWARF gives for its address (quco.emulator.dwarf), under the chains of
+the call sites that are still open (calls and returns rebuild the call stack). The
+firmware is built with LTO, so this is what still separates launch_check from plan.
+Without DWARF, ELF function symbols are used instead.
 """
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
 
+from quco.emulator.dwarf import InlineMap
 from quco.emulator.elf import Image
 from quco.emulator.timing import Timer
 
@@ -16,58 +22,81 @@ from quco.emulator.timing import Timer
 @dataclass
 class FunctionCost:
     name: str
-    calls: int = 0
-    blocks: int = 0
-    instructions: int = 0
-    cycles: int = 0
+    entries: int = 0       # times execution entered it (called or inlined copy reached)
+    instructions: int = 0  # retired while it was the innermost function (self)
+    cycles: int = 0        # self cycles
+    total_cycles: int = 0  # including what it called or inlined
 
 
-class Symbols:
+class Source:
+    """address -> chain of source functions, outermost first."""
+
     def __init__(self, image: Image):
         funcs = [s for s in image.symbols if s[1] > 0] or image.symbols
         self.starts = [s[0] for s in funcs]
         self.names = [s[2] for s in funcs]
+        self.inline = InlineMap(image.path)
 
-    def function(self, address: int) -> tuple[int, str]:
+    def chain(self, address: int) -> tuple[str, ...]:
+        c = self.inline.chain(address)
+        if c:
+            return c
         i = bisect.bisect_right(self.starts, address) - 1
-        return (self.starts[i], self.names[i]) if i >= 0 else (0, "??")
+        return (self.names[i] if i >= 0 else "??",)
 
 
-def by_function(image: Image, trace: list) -> list[FunctionCost]:
-    syms, costs = Symbols(image), {}
+def instructions(image: Image, timer: Timer, trace: list):
+    """(stack, cycles) per retired instruction; stack = source functions, outermost first."""
+    src, calls, prev = Source(image), [], None
     for address, size, cycles in trace:
-        start, name = syms.function(address)
+        if prev is not None:
+            kind = timer.block(*prev).end_kind
+            if kind == "call":
+                calls.append(src.chain(prev[0] + prev[1] - 4))
+            elif kind == "ret" and calls:
+                calls.pop()
+        split = timer.split(prev, address, size)
+        split[0] += cycles - sum(split)  # the trace's own count is authoritative
+        outer = tuple(name for chain in calls for name in chain)
+        for i, c in enumerate(split):
+            yield outer + src.chain(address + 4 * i), c
+        prev = (address, size)
+
+
+def _slices(image: Image, timer: Timer, trace: list):
+    """(name, depth, begin, end) of every period a function was on the stack."""
+    open_, t = [], 0
+    for stack, c in instructions(image, timer, trace):
+        common = 0
+        while common < min(len(open_), len(stack)) and open_[common][0] == stack[common]:
+            common += 1
+        while len(open_) > common:
+            name, begin = open_.pop()
+            yield name, len(open_), begin, t
+        open_.extend((name, t) for name in stack[common:])
+        t += c
+    while open_:
+        name, begin = open_.pop()
+        yield name, len(open_), begin, t
+
+
+def by_function(image: Image, timer: Timer, trace: list) -> list[FunctionCost]:
+    costs: dict[str, FunctionCost] = {}
+    for stack, c in instructions(image, timer, trace):
+        fc = costs.setdefault(stack[-1], FunctionCost(stack[-1]))
+        fc.instructions += 1
+        fc.cycles += c
+    for name, _depth, begin, end in _slices(image, timer, trace):
         fc = costs.setdefault(name, FunctionCost(name))
-        fc.blocks += 1
-        fc.instructions += size >> 2
-        fc.cycles += cycles
-        fc.calls += address == start
-    return sorted(costs.values(), key=lambda c: -c.cycles)
+        fc.entries += 1
+        fc.total_cycles += end - begin
+    return sorted(costs.values(), key=lambda c: (-c.cycles, -c.total_cycles))
 
 
 def chrome_trace(image: Image, timer: Timer, trace: list, clock_mhz: float, label: str) -> dict:
     """Trace Event Format (opens in Perfetto / chrome://tracing); times in microseconds."""
-    syms, events, stack, t = Symbols(image), [], [], 0
     us = 1.0 / clock_mhz
-
-    def close(entry, end):
-        name, begin = entry
-        events.append({"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": begin * us,
-                       "dur": (end - begin) * us, "args": {"cycles": end - begin}})
-
-    prev_kind = "call"
-    for address, size, cycles in trace:
-        _, name = syms.function(address)
-        if prev_kind == "ret" and len(stack) > 1:
-            close(stack.pop(), t)
-        if not stack or prev_kind == "call":
-            stack.append((name, t))
-        elif stack[-1][0] != name:  # tail call or fall-through into another function
-            close(stack.pop(), t)
-            stack.append((name, t))
-        t += cycles
-        prev_kind = timer.block(address, size).end_kind
-    while stack:
-        close(stack.pop(), t)
+    events = [{"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": begin * us, "dur": (end - begin) * us,
+               "args": {"cycles": end - begin}} for name, _d, begin, end in _slices(image, timer, trace)]
     return {"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": label}}] + events,
             "displayTimeUnit": "ns"}

@@ -121,3 +121,19 @@ def test_profile_writes_a_chrome_trace(capsys, tmp_path, elf_path):
 def test_diff_reports_agreement(capsys, elf_path):
     code, out, _ = run(capsys, "diff", MM, "--gpu", "r9-nano", "--firmware", elf_path)
     assert code == 0 and "yes" in out and "NO" not in out
+
+
+def test_profile_accounts_for_every_cycle_and_sees_inlined_functions(elf_path):
+    from quco.host import profile
+    from quco.host.device import Device
+    from quco.host.kernel import load_kernel
+    dev = Device("r9-nano", elf_path, profile="cv32e40p", trace=True)
+    res = dev.launch(load_kernel(MM))
+    rows = {r.name: r for r in profile.by_function(dev.image, dev.soc.timer, res.cost.trace)}
+    assert sum(r.cycles for r in rows.values()) == res.cost.cycles
+    assert sum(r.instructions for r in rows.values()) == res.instructions
+    # LTO inlines these into main; DWARF still tells them apart
+    assert {"launch_check", "plan", "layout_write", "fits", "cache_find"} <= set(rows)
+    assert rows["main"].total_cycles == res.cost.cycles
+    assert rows["plan"].total_cycles > rows["plan"].cycles > 0
+
