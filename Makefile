@@ -8,7 +8,7 @@ CROSS := riscv64-unknown-elf-
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD := firmware/build
 ELF := $(BUILD)/quco.elf
-CFLAGS := -march=rv32imf -mabi=ilp32f -Os -ffp-contract=off -ffreestanding -fno-builtin \
+CFLAGS := -march=rv32imf -mabi=ilp32f -Os -flto -ffp-contract=off -ffreestanding -fno-builtin \
           -nostdlib -Wall -Wextra -Werror -std=c11 -g -Ifirmware/include \
           -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0
 LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map

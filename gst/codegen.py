@@ -84,6 +84,8 @@ def header_text() -> str:
     rows = ", ".join(f"{{{abi.GST.offset(f.name)}u, {int(f.lo)}u, {int(f.hi)}u}}" for f in abi.GST_CHECKED)
     out.append(f"#define QUCO_GST_CHECKS {{ {rows} }}")
     out.append(f"#define QUCO_GST_NUM_CHECKS {len(abi.GST_CHECKED)}u")
+    for f in abi.GST_CHECKED:
+        out.append(f"#define QUCO_GST_{f.name.upper()}_HI {int(f.hi)}u")
     out.append("")
     out.append("#endif")
     body = "\n".join(out) + "\n"

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include "quco_abi.h"
 
-#define GST ((const volatile quco_gst_t *)QUCO_GST_BASE)
+#define GST ((const quco_gst_t *)QUCO_GST_BASE) /* read-only and fixed after reset */
 #define MAILBOX ((volatile quco_mailbox_t *)QUCO_MAILBOX_BASE)
 #define RECORD_IN ((const volatile uint32_t *)(QUCO_MAILBOX_BASE + QUCO_MAILBOX_RECORD))
 #define LDS_WORDS ((volatile uint32_t *)QUCO_LDS_BASE)

@@ -28,7 +28,7 @@ static const struct { uint32_t off, lo, hi; } checks[QUCO_GST_NUM_CHECKS] = QUCO
 
 uint32_t gst_check(uint32_t *detail)
 {
-    const volatile quco_gst_t *g = GST;
+    const quco_gst_t *g = GST;
     *detail = 0;
     if (g->magic != QUCO_GST_MAGIC)
         return QUCO_STATUS_GST_MAGIC;

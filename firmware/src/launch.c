@@ -11,6 +11,7 @@ uint32_t meta_bytes(uint32_t n)
 }
 
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t log2_elem(uint32_t e) { return (e >> 1) - (e >> 3); } /* of 1, 2, 4, 8 */
 
 /* Copies the record from the mailbox into l while validating it, so every word is read
  * once; groups identical consecutive queues on the way. */
@@ -85,7 +86,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, u
         g->count = 1;
         g->stat = (uint8_t)type;
         g->e = (uint8_t)e;
-        g->es = (uint8_t)((e >> 1) - (e >> 3)); /* log2 of 1, 2, 4, 8 */
+        g->es = (uint8_t)log2_elem(e);
         e_all = e > e_all ? e : e_all;
         if (type != QUCO_QUEUE_STATIONARY)
             e_stream = e > e_stream ? e : e_stream;
@@ -105,7 +106,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, u
  * t = 1 << tk. */
 typedef struct {
     const group_t *g;
-    uint32_t ng, n_stream, n_stat, flags, cus, avail, meta, e_tile;
+    uint32_t ng, n_stream, n_stat, flags, cus, avail, meta, e_tile, nominal, wclass;
     uint32_t max_slots, barrier_limit;
     float ci, cpb, inv_sched, overlap, cost_const;
 } planner_t;
@@ -123,14 +124,32 @@ static uint32_t log2_u(uint32_t v)
 static float lat, inv_cl, cpb_nominal, inv_sched_tab[QUCO_WF_SCHED_CAP];
 static uint32_t min_k, max_k;
 
+/* At the GST's nominal clock the merit scan depends only on min(Wfs, 4), min(Wfs - 1,
+ * WfPools) and the tile's element size, so boot tabulates it: min(Wfs, W_CLASSES)
+ * covers every case because WfPools <= 16. Launches at another (DVFS) clock scan live. */
+#define W_CLASSES (QUCO_GST_WAVEFRONT_POOLS_HI + 1u)
+static uint8_t scan_tab[W_CLASSES][4]; /* [min(Wfs, 17) - 1][log2 e] -> log2 tile */
+
 static float cycles_per_byte(uint32_t clock)
 {
     return (float)(clock * GST->num_cus) / (float)GST->dram_bw_mbps;
 }
 
+/* The per-launch rates Algorithm 2 needs for a clock (as cycles per byte) and Wfs */
+static void set_rates(planner_t *p, float cpb, uint32_t wfs)
+{
+    p->cpb = cpb;
+    p->wclass = min_u(wfs, W_CLASSES) - 1u;
+    p->inv_sched = inv_sched_tab[min_u(wfs, QUCO_WF_SCHED_CAP) - 1u];
+    p->overlap = (float)min_u(wfs - 1u, GST->wavefront_pools);
+    p->cost_const = QUCO_COST_A * cpb + QUCO_COST_B * inv_cl;
+}
+
+static uint32_t merit_scan(const planner_t *p);
+
 void gst_derive(void)
 {
-    const volatile quco_gst_t *g = GST;
+    const quco_gst_t *g = GST;
     lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles);
     inv_cl = 1.0f / (float)g->cache_line_bytes;
     min_k = log2_u(g->min_tile_elems);
@@ -138,6 +157,14 @@ void gst_derive(void)
     cpb_nominal = cycles_per_byte(g->core_clock_mhz); /* launches at the nominal clock */
     for (uint32_t w = 1; w <= QUCO_WF_SCHED_CAP; w++) /* 1 / bestScheduling divisor per min(Wfs, 4) */
         inv_sched_tab[w - 1] = 1.0f / (float)(g->simd_muls_per_cycle * w);
+    planner_t p;
+    for (uint32_t w = 1; w <= W_CLASSES; w++) {
+        set_rates(&p, cpb_nominal, w);
+        for (uint32_t es = 0; es < 4u; es++) {
+            p.e_tile = 1u << es;
+            scan_tab[w - 1][es] = (uint8_t)merit_scan(&p);
+        }
+    }
 }
 
 static float proc_time(const planner_t *p, uint32_t t)
@@ -197,9 +224,8 @@ static uint32_t floor_pow2(uint32_t v)
     return v;
 }
 
-/* Algorithms 1 and 2: weighted merit over the tile range, CI scaling, LDS bound.
- * Returns log2 of the tile. */
-static uint32_t choose_tile(const planner_t *p)
+/* Algorithms 1 and 2: the weighted merit over the tile range; returns log2 of the best. */
+static uint32_t merit_scan(const planner_t *p)
 {
     /* weighted = (procTime x cost) / memTime, kept as a fraction: cross-multiplying
      * replaces a 19-cycle FDIV per tile (host/reference.py does the same) */
@@ -222,6 +248,13 @@ static uint32_t choose_tile(const planner_t *p)
             best_k = k;
         }
     }
+    return best_k;
+}
+
+/* Algorithms 1 and 2 in full: merit scan, CI scaling, LDS bound. Returns log2 of the tile. */
+static uint32_t choose_tile(const planner_t *p)
+{
+    uint32_t best_k = p->nominal ? scan_tab[p->wclass][log2_elem(p->e_tile)] : merit_scan(p);
     if (!(p->flags & QUCO_FLAG_NO_CI_SCALING)) {
         if (p->ci < QUCO_CI_LOW && best_k < max_k)
             best_k++;
@@ -299,7 +332,7 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
 
 uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail)
 {
-    const volatile quco_gst_t *g = GST;
+    const quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
     planner_t p;
     uint8_t gslots[QUCO_MAX_QUEUES];
@@ -312,11 +345,8 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
     p.avail = lds > p.meta ? lds - p.meta : 0u;
     p.max_slots = g->max_slots;
     p.barrier_limit = g->barrier_limit;
-    p.cpb = clock == g->core_clock_mhz ? cpb_nominal : cycles_per_byte(clock);
-    uint32_t wfs = h->consumer_wavefronts;
-    p.inv_sched = inv_sched_tab[min_u(wfs, QUCO_WF_SCHED_CAP) - 1u];
-    p.overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
-    p.cost_const = QUCO_COST_A * p.cpb + QUCO_COST_B * inv_cl;
+    p.nominal = clock == g->core_clock_mhz;
+    set_rates(&p, p.nominal ? cpb_nominal : cycles_per_byte(clock), h->consumer_wavefronts);
     p.g = gr->g;
     p.ng = gr->ng;
     p.n_stream = gr->n_stream;

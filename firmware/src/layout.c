@@ -19,7 +19,8 @@ void layout_write(const launch_t *l, const config_t *c, uint32_t generation)
         uint32_t block = align_up(s * slot_bytes), count = QUCO_BARRIERS_PER_SLOT * s;
         uint32_t d3 = barrier | count << 16, a5 = barrier | index << 16;
         uint32_t d3_step = count, a5_step = count + (1u << 16);
-        for (uint32_t k = c->count[r]; k; k--, d += QD_WORDS, a += AD_WORDS) {
+        uint32_t k = c->count[r];
+        do { /* count >= 1: one branch per queue */
             d[0] = offset;
             d[1] = slot_bytes;
             d[2] = d2;
@@ -33,7 +34,9 @@ void layout_write(const launch_t *l, const config_t *c, uint32_t generation)
             offset += block;
             d3 += d3_step;
             a5 += a5_step;
-        }
+            d += QD_WORDS;
+            a += AD_WORDS;
+        } while (--k);
         barrier = d3 & 0xffffu;
         index += c->count[r];
         q += c->count[r];
