@@ -17,7 +17,7 @@ from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FET
 from unicorn.riscv_const import UC_RISCV_REG_PC
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC
 
-from quco.emulator import disasm, faults
+from quco.emulator import disasm, faults, isa
 from quco.emulator.elf import Image
 from quco.gst import abi
 
@@ -28,8 +28,10 @@ STACK_CANARY = b"\xa5\x5a\xc3\x3c"
 WFI_WORD = (0x10500073).to_bytes(4, "little")
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
                3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
-               6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
-               11: "ecall from M-mode"}
+               6: "store address misaligned", 7: "store access fault",
+               # the core only has M-mode; Unicorn passes QEMU's raw cause 8 for an M-mode ecall
+               8: "ecall from M-mode", 11: "ecall from M-mode"}
+EBREAK = 0x00100073
 
 
 def _pages(n: int) -> int:
@@ -80,16 +82,16 @@ class Soc:
                                  ("GST", abi.GST_REGION.base, abi.GST_REGION.size),
                                  ("LDS", abi.LDS.base, lds_real)):
             end = base + _pages(size)
-            if base + size < end:
+            if base + size < end:  # from 3 bytes early: a misaligned word may straddle the end
                 uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_guard, (name, base, size),
-                            begin=base + size, end=end - 1)
+                            begin=base + size - 3, end=end - 1)
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
-        self._pair_cycles, self._raw_hooks = {}, []
+        self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
         if not count:
-            pass
+            pass  # no per-block hook: no counts, and no instruction-set check either
         elif trace:
             self._add_block_hook(self._on_block_traced)
         elif timer is not None:
@@ -123,8 +125,27 @@ class Soc:
 
     # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
     # hooks only count: they run once per executed block and dominate emulation time.
+    def _retired(self, address, size) -> int:
+        """Bytes of the block that really execute, checked once per block: up to its first
+        wfi, and only RV32IMF (Unicorn's CPU would run RV32A/D/C code too)."""
+        known = self._blocks.get(address)
+        if known is not None and known[0] == size:
+            return known[1]
+        code = bytes(self.uc.mem_read(address, size))
+        real = isa.until_wfi(code)
+        bad = isa.scan(code[:real], address)[0]
+        if bad:
+            at, what = bad[0]
+            self._set_fault(faults.IllegalInstruction, f"{what} (the core is RV32IMF)", None, at)
+            self.uc.emu_stop()
+            real = at - address
+        self._blocks[address] = (size, real)
+        return real
+
     def _on_block(self, _handle, address, size, _key):
-        self.instructions += size >> 2
+        known = self._blocks.get(address)  # _retired() inlined: this is the hot path
+        real = known[1] if known is not None and known[0] == size else self._retired(address, size)
+        self.instructions += real >> 2
         self.blocks += 1
 
     def _block_cycles(self, address, size) -> int:
@@ -137,43 +158,60 @@ class Soc:
         return c
 
     def _on_block_timed(self, _handle, address, size, _key):
+        size = self._retired(address, size)
         self.cycles += self._block_cycles(address, size)
         self.instructions += size >> 2
         self.blocks += 1
 
     def _on_block_traced(self, _handle, address, size, _key):
+        size = self._retired(address, size)
         c = self._block_cycles(address, size) if self.timer else size >> 2
         self.cycles += c
         self.trace.append((address, size, c))
-        self._on_block(_handle, address, size, _key)
+        self.instructions += size >> 2
+        self.blocks += 1
 
     def _on_access(self, uc, access, address, size, value, region):
         counts = self.writes if access == UC_MEM_WRITE else self.reads
         counts[region] = counts.get(region, 0) + 1
 
+    def _set_fault(self, cls, message, address, pc=None):
+        """Keep the first fault of a step (pc None: the PC where emulation stopped)."""
+        if self._fault is None:
+            self._fault = (cls, message, address, pc)
+
     def _on_guard(self, uc, access, address, size, value, region):
         name, base, real = region
+        if address + size <= base + real:  # ends inside the region: fine
+            return
         verb = "write" if access == UC_MEM_WRITE else "read"
-        self._fault = (faults.OutOfBounds, f"{verb} of {size} B past {name} ({real} B at 0x{base:08x})", address)
+        self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past {name} ({real} B at 0x{base:08x})", address)
         uc.emu_stop()
 
     def _on_invalid(self, uc, access, address, size, value, _):
+        window = next((r for r in abi.REGIONS if r.base <= address < r.base + _pages(r.size)), None)
         if access == UC_MEM_WRITE_PROT:
-            region = next((r.name for r in abi.REGIONS if r.base <= address < r.base + r.size), "?")
-            self._fault = (faults.WriteProtected, f"store of {size} B to {region}", address)
+            self._set_fault(faults.WriteProtected, f"store of {size} B to {window.name if window else '?'}", address)
+        elif window is abi.LDS:  # inside the LDS window, past the LDS the GST declares
+            verb = "write" if access == UC_MEM_WRITE_UNMAPPED else "read"
+            self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past LDS ({self.lds_bytes} B at "
+                            f"0x{abi.LDS.base:08x})", address)
         else:
             kind = "store" if access == UC_MEM_WRITE_UNMAPPED else "fetch or load"
-            self._fault = (faults.UnmappedAccess, f"{kind} of {size} B outside every region", address)
+            self._set_fault(faults.UnmappedAccess, f"{kind} of {size} B outside every region", address)
         return False
 
     def _on_trap(self, uc, intno, _):
         cause = TRAP_CAUSES.get(intno, f"exception {intno}")
         cls = faults.IllegalInstruction if intno == 2 else faults.Trap
-        self._fault = (cls, cause, None)
+        # Unicorn has already stepped past the instruction (unicorn-engine/unicorn#1990);
+        # every RV32IMF instruction is 4 bytes
+        self._set_fault(cls, cause, None, uc.reg_read(UC_RISCV_REG_PC) - 4)
         uc.emu_stop()
 
     # ---------------------------------------------------------------- running
-    def _raise(self, cls, message, address, pc):
+    def _raise(self, cls, message, address, pc, at=None):
+        pc = pc if at is None else at
         raise cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
 
     def run(self) -> Step:
@@ -186,16 +224,19 @@ class Soc:
             # Unicorn's own instruction limit (counted in C) stops runaway code
             self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
             if not self._fault and self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits():
-                self._fault = (faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
+                self._set_fault(faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
         except UcError as e:
             pc = self.uc.reg_read(UC_RISCV_REG_PC)
             if self._fault is None:
-                cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
-                self._fault = (cls, str(e), None)
-            self._raise(*self._fault, pc)
+                if bytes(self.uc.mem_read(pc, 4)) == EBREAK.to_bytes(4, "little"):
+                    self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
+                else:
+                    cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
+                    self._set_fault(cls, str(e), None)
+            self._raise(*self._fault[:3], pc, self._fault[3])
         pc = self.uc.reg_read(UC_RISCV_REG_PC)
         if self._fault is not None:
-            self._raise(*self._fault, pc)
+            self._raise(*self._fault[:3], pc, self._fault[3])
         self.pc = pc
         reads = writes = None
         if self.count_memory:

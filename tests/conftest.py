@@ -1,4 +1,11 @@
+import itertools
+import shutil
+import subprocess
+
 import pytest
+from elftools.elf.elffile import ELFFile
+
+from quco.gst import abi
 
 from quco.host.device import Device, firmware_path
 
@@ -23,3 +30,32 @@ def devices(elf_path):
         return cache[key]
 
     return get
+
+
+AS, LD = "riscv64-unknown-elf-as", "riscv64-unknown-elf-ld"
+
+
+@pytest.fixture(scope="session")
+def gnu_as(tmp_path_factory):
+    """gnu_as(source, ...) -> path of an ELF built by GNU as and ld from the firmware's
+    toolchain, the assembler of record for test programs. `source` goes into .text, which
+    is linked at `text` (ROM 0x0); entry point `_start`."""
+    if not shutil.which(AS):
+        pytest.fail(f"{AS} missing: make test installs binutils-riscv64-unknown-elf")
+    tmp, names = tmp_path_factory.mktemp("asm"), itertools.count()
+
+    def build(source: str, march="rv32imf", mabi="ilp32f", emulation="elf32lriscv",
+              text=abi.ROM.base, data=abi.DATA.base):
+        stem = tmp / f"p{next(names)}"
+        stem.with_suffix(".S").write_text(".text\n" + source + "\n")
+        subprocess.run([AS, f"-march={march}", f"-mabi={mabi}", "-o", stem.with_suffix(".o"),
+                        stem.with_suffix(".S")], check=True)
+        subprocess.run([LD, "-m", emulation, f"-Ttext=0x{text:x}", f"-Tdata=0x{data:x}", "-e", "_start",
+                        "-o", stem.with_suffix(".elf"), stem.with_suffix(".o")], check=True)
+        return stem.with_suffix(".elf")
+    return build
+
+
+def text_bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return ELFFile(f).get_section_by_name(".text").data()

@@ -2,30 +2,16 @@
 
 Each case is a basic block (or two) and the cycles the CV32E40P profile must give,
 worked out from the rules in emulator/profiles/cv32e40p.toml."""
-import shutil
-import subprocess
-
 import pytest
 
+from conftest import text_bytes
 from quco.emulator import timing
-
-AS, LD, OBJCOPY = "riscv64-unknown-elf-as", "riscv64-unknown-elf-ld", "riscv64-unknown-elf-objcopy"
 
 
 @pytest.fixture(scope="module")
-def assemble(tmp_path_factory):
-    if not shutil.which(AS):
-        pytest.fail(f"{AS} missing: make test installs binutils-riscv64-unknown-elf")
-    tmp = tmp_path_factory.mktemp("asm")
-
-    def build(source: str) -> bytes:
-        (tmp / "t.S").write_text(".text\n.globl _start\n_start:\n" + source + "\n")
-        subprocess.run([AS, "-march=rv32imf", "-mabi=ilp32f", "-o", tmp / "t.o", tmp / "t.S"], check=True)
-        subprocess.run([LD, "-m", "elf32lriscv", "-Ttext=0", "-e", "_start", "-o", tmp / "t.elf", tmp / "t.o"],
-                       check=True)
-        subprocess.run([OBJCOPY, "-O", "binary", "-j", ".text", tmp / "t.elf", tmp / "t.bin"], check=True)
-        return (tmp / "t.bin").read_bytes()
-    return build
+def assemble(gnu_as):
+    """assemble(source) -> the bytes of its .text, linked at 0."""
+    return lambda source: text_bytes(gnu_as(".globl _start\n_start:\n" + source))
 
 
 def timer_for(code: bytes, profile="cv32e40p") -> timing.Timer:
