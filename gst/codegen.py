@@ -80,10 +80,18 @@ def header_text() -> str:
     ci = abi.LAUNCH_HEADER.field("compute_intensity")
     out.append(f"#define QUCO_LAUNCH_COMPUTE_INTENSITY_HI {c_literal(ci.hi, 'f')}")
     out.append("")
-    out.append("/* GST fields range-checked at boot, in order: {byte offset, lo, hi} */")
-    rows = ", ".join(f"{{{abi.GST.offset(f.name)}u, {int(f.lo)}u, {int(f.hi)}u}}" for f in abi.GST_CHECKED)
-    out.append(f"#define QUCO_GST_CHECKS {{ {rows} }}")
+    # The checked fields are consecutive u32 words, so the firmware's table needs no offsets.
+    first = abi.GST.offset(abi.GST_CHECKED[0].name)
+    for i, f in enumerate(abi.GST_CHECKED):
+        if f.ctype != "u32" or abi.GST.offset(f.name) != first + 4 * i or not 0 <= f.lo < 1 << 16:
+            raise SystemExit(f"codegen: GST field {f.name} breaks the range table's layout "
+                             "(consecutive u32 words, lo < 65536)")
+    out.append("/* GST fields range-checked at boot, in order: consecutive u32 words from")
+    out.append(" * QUCO_GST_FIRST_CHECKED, each within [lo, hi] */")
+    out.append(f"#define QUCO_GST_FIRST_CHECKED {first}u")
     out.append(f"#define QUCO_GST_NUM_CHECKS {len(abi.GST_CHECKED)}u")
+    out.append(f"#define QUCO_GST_CHECKS_LO {{ {', '.join(f'{int(f.lo)}u' for f in abi.GST_CHECKED)} }}")
+    out.append(f"#define QUCO_GST_CHECKS_HI {{ {', '.join(f'{int(f.hi)}u' for f in abi.GST_CHECKED)} }}")
     for f in abi.GST_CHECKED:
         out.append(f"#define QUCO_GST_{f.name.upper()}_HI {int(f.hi)}u")
     out.append("")

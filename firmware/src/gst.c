@@ -24,7 +24,8 @@ static uint32_t gst_crc(void)
 
 static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
-static const struct { uint32_t off, lo, hi; } checks[QUCO_GST_NUM_CHECKS] = QUCO_GST_CHECKS;
+static const uint16_t check_lo[QUCO_GST_NUM_CHECKS] = QUCO_GST_CHECKS_LO;
+static const uint32_t check_hi[QUCO_GST_NUM_CHECKS] = QUCO_GST_CHECKS_HI;
 
 uint32_t gst_check(uint32_t *detail)
 {
@@ -36,10 +37,10 @@ uint32_t gst_check(uint32_t *detail)
         return QUCO_STATUS_GST_VERSION;
     if (g->checksum != gst_crc())
         return QUCO_STATUS_GST_CHECKSUM;
+    const uint32_t *field = (const uint32_t *)(QUCO_GST_BASE + QUCO_GST_FIRST_CHECKED);
     for (uint32_t i = 0; i < QUCO_GST_NUM_CHECKS; i++) {
-        uint32_t v = *(const volatile uint32_t *)(QUCO_GST_BASE + checks[i].off);
-        if (v < checks[i].lo || v > checks[i].hi) {
-            *detail = checks[i].off;
+        if (field[i] < check_lo[i] || field[i] > check_hi[i]) {
+            *detail = QUCO_GST_FIRST_CHECKED + 4u * i;
             return QUCO_STATUS_GST_FIELD;
         }
     }
