@@ -55,11 +55,17 @@ def cost_table(kernels, profile: str, clock: float, elf_path: Path):
 
 
 def rate(fn, seconds: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        fn()
-        n += 1
-    return n / (time.perf_counter() - t0)
+    """Calls per second: a warm-up (translation caches, CPU clock ramp) that is discarded,
+    then the median of three windows, so one noisy window on a shared machine does not
+    decide the figure."""
+    def window(length):
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < length:
+            fn()
+            n += 1
+        return n / (time.perf_counter() - t0)
+    window(min(0.5, seconds / 4))
+    return sorted(window(seconds / 3) for _ in range(3))[1]
 
 
 def speed_table(kernel, profile: str, elf_path: Path, seconds: float):

@@ -7,6 +7,9 @@ end, which every block does unless a fault stops it (then the step raises anyway
 """
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from dataclasses import dataclass
 
 from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
@@ -24,6 +27,7 @@ from quco.gst import abi
 PAGE = 4096
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
+WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
 STACK_CANARY = b"\xa5\x5a\xc3\x3c"
 WFI_WORD = (0x10500073).to_bytes(4, "little")
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
@@ -54,15 +58,49 @@ class Step:
     trace: list | None = None
 
 
+class _Watchdog:
+    """Stops uncounted steps that overrun their wall-clock budget. Unicorn's instruction
+    limit (emu_start count=) costs a C callback per instruction, a third of the uncounted
+    mode's time, so that mode is stopped from this thread instead (emu_stop is safe from
+    another thread: Unicorn's own timeout works that way). One daemon thread serves every Soc."""
+
+    def __init__(self):
+        self.socs, self.lock, self.thread = weakref.WeakSet(), threading.Lock(), None
+
+    def watch(self, soc):
+        with self.lock:
+            self.socs.add(soc)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name="quco-watchdog", daemon=True)
+                self.thread.start()
+
+    def _loop(self):
+        while True:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self.lock:
+                socs = list(self.socs)
+            for soc in socs:
+                if soc._deadline is not None and now > soc._deadline:
+                    soc._timed_out = True
+                    soc.uc.emu_stop()
+
+
+_watchdog = _Watchdog()
+
+
 class Soc:
     def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, timer=None,
-                 count_memory: bool = False, trace: bool = False, count: bool = True):
+                 count_memory: bool = False, trace: bool = False, count: bool = True,
+                 wall_budget: float = WALL_BUDGET):
         """count=False runs without any Python hook per block (the fastest mode): no
-        instruction counts. In every mode Unicorn's C-level instruction limit enforces the
-        budget (instructions per step)."""
+        instruction counts, and runaway code is stopped after `wall_budget` seconds of host
+        time. Every other mode counts, and Unicorn's C-level instruction limit enforces the
+        budget exactly (instructions per step)."""
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
-        self.image, self.budget = image, budget
+        self.image, self.budget, self.wall_budget = image, budget, wall_budget
+        self._deadline, self._timed_out = None, False
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(abi.GST.unpack(gst)["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
@@ -90,8 +128,8 @@ class Soc:
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
-        if not count:
-            pass  # no per-block hook: no counts, and no instruction-set check either
+        if not count:  # no per-block hook: no counts, and no instruction-set check either
+            _watchdog.watch(self)
         elif trace:
             self._add_block_hook(self._on_block_traced)
         elif timer is not None:
@@ -221,10 +259,19 @@ class Soc:
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         try:
-            # Unicorn's own instruction limit (counted in C) stops runaway code
-            self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
-            if not self._fault and self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits():
-                self._set_fault(faults.BudgetExceeded, f"did not sleep within {self.budget} instructions", None)
+            if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
+                self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
+                limit = f"{self.budget} instructions"
+            else:
+                self._timed_out = False
+                self._deadline = time.monotonic() + self.wall_budget
+                try:
+                    self.uc.emu_start(self.pc, STOP_ADDRESS)
+                finally:
+                    self._deadline = None
+                limit = f"{self.wall_budget:g} s (uncounted mode)"
+            if not self._fault and (self._timed_out or self.uc.reg_read(UC_RISCV_REG_PC) not in self._wfi_exits()):
+                self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:
             pc = self.uc.reg_read(UC_RISCV_REG_PC)
             if self._fault is None:

@@ -318,3 +318,28 @@ def test_device_recovers_from_faults_by_reset(elf_path):
     assert (res.status, res.generation, res.cache_hit) == (Status.OK, 1, False)
     assert res.lds == fresh.lds and res.instructions == fresh.instructions
     assert (res.tile, [q.slots for q in res.queues]) == (fresh.tile, [q.slots for q in fresh.queues])
+
+
+def test_uncounted_mode_stops_runaway_code_by_wall_clock(build):
+    # count=False has no per-instruction limit (it costs a third of that mode's time): a
+    # watchdog thread stops the step after wall_budget seconds instead
+    image = elf.load(build("nop\nfault: j fault\nwfi"))
+    soc = Soc(image, GST, count=False, wall_budget=0.2)
+    with pytest.raises(BudgetExceeded) as info:
+        soc.run()
+    assert info.value.message == "did not sleep within 0.2 s (uncounted mode)"
+    assert info.value.symbol == "fault+0x0"
+
+
+def test_uncounted_mode_runs_the_firmware_like_the_counted_one(elf_path):
+    from quco.emulator.soc import Soc as RawSoc
+    image, gst = elf.load(elf_path), tables.load("r9-nano")
+    record = load_kernel(MM).record()
+    socs = [RawSoc(image, gst, count=c) for c in (True, False)]
+    for soc in socs:
+        soc.run()
+        soc.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
+        soc.write(abi.MAILBOX.base, b"\1\0\0\0")
+        soc.run()
+    assert socs[0].lds(1024) == socs[1].lds(1024) and socs[0].mailbox() == socs[1].mailbox()
+    assert socs[1].mailbox()["status"] == Status.OK
