@@ -109,3 +109,28 @@ def test_stack_stays_inside_its_reserve(devices):
     for _ in range(300):
         fuzz.compare(dev, fuzz.record(rng, g))
     assert 0 < dev.soc.stack_high_water() <= abi.STACK_RESERVE - 128, "keep a 128-byte margin"
+
+
+@pytest.mark.parametrize("gpu", ["r9-nano", "h100-sxm"])
+def test_boot_table_and_live_scan_agree_with_the_model(devices, gpu):
+    """At the GST's clock the firmware looks the merit scan up in its boot-time table; at
+    any other clock it scans live. Every table entry (Wfs 1..17 and beyond, each element
+    size) is checked against the model, and the same launch one MHz off takes the live path."""
+    from quco.host.device import pack_record
+    dev = devices(gpu)
+    nominal = tables.unpack(dev.gst)["core_clock_mhz"]
+    for wfs in list(range(1, 19)) + [40, 64]:
+        for e in abi.ELEM_SIZES:
+            for clock in (0, nominal, nominal + 1):
+                header = dict(magic=abi.LAUNCH_MAGIC, flags=abi.FLAG_NO_CACHE, compute_intensity=2.0,
+                              consumer_wavefronts=wfs, core_clock_mhz=clock)
+                queues = [dict(length=1 << 16, type=0, elem_size=e)] * 2 + [dict(length=4096, type=1, elem_size=e)]
+                assert fuzz.compare(dev, pack_record(header, queues)).status == Status.OK
+
+
+def test_same_inputs_same_bytes_and_counts(elf_path):
+    from quco.host.device import Device
+    record = load_kernel(EXAMPLES[0]).record()
+    runs = [Device("mi300x", elf_path, profile="cv32e40p", count_memory=True).launch(record) for _ in range(2)]
+    assert runs[0].lds == runs[1].lds
+    assert runs[0].cost.as_dict() == runs[1].cost.as_dict() and runs[0].cost.cycles > 0
