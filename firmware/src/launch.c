@@ -270,12 +270,14 @@ static uint32_t choose_tile(const planner_t *p)
     return best_k;
 }
 
-/* Little's law slots per cycle of memory time (one division per tile tried) */
+/* Little's law slots per cycle of memory time (one division per tile tried). Without
+ * the CU-aware step the model divides n by procTime alone: scaling by 1 and 1.0f instead
+ * gives the same bits and one code path. */
 static float little_factor(const planner_t *p, uint32_t t)
 {
-    if (p->flags & QUCO_FLAG_NO_CU_AWARE)
-        return (float)p->n_stream / proc_time(p, t);
-    return (float)(p->n_stream * QUCO_CU_SLOT_REF) / (proc_time(p, t) * (float)p->cus);
+    int cu_aware = !(p->flags & QUCO_FLAG_NO_CU_AWARE);
+    uint32_t ref = cu_aware ? QUCO_CU_SLOT_REF : 1u, cus = cu_aware ? p->cus : 1u;
+    return (float)(p->n_stream * ref) / (proc_time(p, t) * (float)cus);
 }
 
 /* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap, then the
