@@ -8,9 +8,7 @@ end, which every block does unless a fault stops it (then the step raises anyway
 from __future__ import annotations
 
 import ctypes
-import threading
 import time
-import weakref
 from dataclasses import dataclass
 
 from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
@@ -24,6 +22,7 @@ from unicorn.unicorn_py3 import unicorn as _binding
 
 from quco.emulator import disasm, faults, isa
 from quco.emulator.elf import Image
+from quco.emulator.watchdog import watchdog
 from quco.gst import abi
 
 PAGE = 4096
@@ -59,37 +58,6 @@ class Step:
     reads: dict | None = None
     writes: dict | None = None
     trace: list | None = None
-
-
-class _Watchdog:
-    """Stops uncounted steps that overrun their wall-clock budget. Unicorn's instruction
-    limit (emu_start count=) costs a C callback per instruction, a third of the uncounted
-    mode's time, so that mode is stopped from this thread instead (emu_stop is safe from
-    another thread: Unicorn's own timeout works that way). One daemon thread serves every Soc."""
-
-    def __init__(self):
-        self.socs, self.lock, self.thread = weakref.WeakSet(), threading.Lock(), None
-
-    def watch(self, soc):
-        with self.lock:
-            self.socs.add(soc)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._loop, name="quco-watchdog", daemon=True)
-                self.thread.start()
-
-    def _loop(self):
-        while True:
-            time.sleep(0.05)
-            now = time.monotonic()
-            with self.lock:
-                socs = list(self.socs)
-            for soc in socs:
-                if soc._deadline is not None and now > soc._deadline:
-                    soc._timed_out = True
-                    soc.uc.emu_stop()
-
-
-_watchdog = _Watchdog()
 
 
 class Soc:
@@ -133,7 +101,7 @@ class Soc:
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
         if not count:  # no per-block hook: no counts, and no instruction-set check either
-            _watchdog.watch(self)
+            watchdog.watch(self)
         elif trace:
             self._add_block_hook(self._on_block_traced)
         elif timer is not None:
