@@ -25,17 +25,18 @@ class Image:
     text_bytes: int
     addresses: dict  # every named symbol -> value (linker symbols such as __bss_end too)
 
-    def symbolize(self, pc: int) -> str:
-        starts = [s[0] for s in self.symbols]
-        i = bisect.bisect_right(starts, pc) - 1
+    def function_at(self, pc: int) -> tuple[int, str] | None:
+        """(start, name) of the code symbol containing pc (an unsized label covers 4 bytes)."""
+        i = bisect.bisect_right(self.symbols, (pc, float("inf"), "")) - 1
         if i >= 0:
             start, size, name = self.symbols[i]
             if pc < start + max(size, 4):
-                return f"{name}+0x{pc - start:x}"
-        return "??"
+                return start, name
+        return None
 
-    def function_ranges(self) -> list[tuple[int, int, str]]:
-        return self.symbols
+    def symbolize(self, pc: int) -> str:
+        found = self.function_at(pc)
+        return f"{found[1]}+0x{pc - found[0]:x}" if found else "??"
 
 
 def _region_of(lo: int, hi: int):

@@ -33,6 +33,7 @@ MACHINE = {"wfi", "mret"}
 ALLOWED = RV32I | RV32I_PSEUDO | RV32M | RV32F | RV32F_PSEUDO | ZICSR | MACHINE
 
 WFI = 0x10500073
+EBREAK = 0x00100073
 
 
 @lru_cache(maxsize=None)

@@ -31,13 +31,11 @@ STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a faul
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
 STACK_CANARY = b"\xa5\x5a\xc3\x3c"
-WFI_WORD = (0x10500073).to_bytes(4, "little")
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
                3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
                6: "store address misaligned", 7: "store access fault",
                # the core only has M-mode; Unicorn passes QEMU's raw cause 8 for an M-mode ecall
                8: "ecall from M-mode", 11: "ecall from M-mode"}
-EBREAK = 0x00100073
 
 
 def _pages(n: int) -> int:
@@ -220,8 +218,10 @@ class Soc:
         uc.emu_stop()
 
     # ---------------------------------------------------------------- running
-    def _raise(self, cls, message, address, pc, at=None):
-        pc = pc if at is None else at
+    def _raise_fault(self, stopped_at: int):
+        """Raise the step's first fault, at its own PC if it recorded one."""
+        cls, message, address, pc = self._fault
+        pc = stopped_at if pc is None else pc
         raise cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
 
     def run(self) -> Step:
@@ -248,14 +248,14 @@ class Soc:
         except UcError as e:
             pc = self._read_pc()
             if self._fault is None:
-                if bytes(self.uc.mem_read(pc, 4)) == EBREAK.to_bytes(4, "little"):
+                if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
                     self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
                 else:
                     cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
                     self._set_fault(cls, str(e), None)
-            self._raise(*self._fault[:3], pc, self._fault[3])
+            self._raise_fault(pc)
         if self._fault is not None:
-            self._raise(*self._fault[:3], pc, self._fault[3])
+            self._raise_fault(pc)
         self.pc = pc
         reads = writes = None
         if self.count_memory:
@@ -278,7 +278,7 @@ class Soc:
         if not hasattr(self, "_wfi_pcs"):
             self._wfi_pcs = {addr + off + 4 for addr, data in self.image.segments
                              for off in range(0, len(data) - 3, 4)
-                             if data[off:off + 4] == WFI_WORD}
+                             if int.from_bytes(data[off:off + 4], "little") == isa.WFI}
         return self._wfi_pcs
 
     # ---------------------------------------------------------------- host side of the bus

@@ -100,7 +100,8 @@ def cmd_profile(args) -> int:
     if args.cached:
         res = dev.launch(kernel, check=True)
     step = "cached relaunch" if args.cached else "cold launch"
-    rows = profile.by_function(dev.image, dev.soc.timer, res.cost.trace)
+    steps = profile.attribute(dev.image, dev.soc.timer, res.cost.trace)
+    rows = profile.by_function(steps)
     total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
                     f"({dev.profile.name}), {res.instructions:,} instructions",
@@ -113,7 +114,7 @@ def cmd_profile(args) -> int:
                   f"{100 * r.cycles / total:.1f}", f"{r.total_cycles:,}", f"{100 * r.total_cycles / total:.1f}")
     out.print(t)
     if args.trace:
-        doc = profile.chrome_trace(dev.image, dev.soc.timer, res.cost.trace, args.clock,
+        doc = profile.chrome_trace(steps, args.clock,
                                    f"QuCo {kernel.name} {step}")
         Path(args.trace).write_text(json.dumps(doc))
         out.print(f"wrote {args.trace} (open in https://ui.perfetto.dev)")

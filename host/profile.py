@@ -11,7 +11,6 @@ Without DWARF, ELF function symbols are used instead.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 from quco.emulator.dwarf import InlineMap
@@ -32,22 +31,20 @@ class Source:
     """address -> chain of source functions, outermost first."""
 
     def __init__(self, image: Image):
-        funcs = [s for s in image.symbols if s[1] > 0] or image.symbols
-        self.starts = [s[0] for s in funcs]
-        self.names = [s[2] for s in funcs]
-        self.inline = InlineMap(image.path)
+        self.image, self.inline = image, InlineMap(image.path)
 
     def chain(self, address: int) -> tuple[str, ...]:
-        c = self.inline.chain(address)
-        if c:
-            return c
-        i = bisect.bisect_right(self.starts, address) - 1
-        return (self.names[i] if i >= 0 else "??",)
+        inlined = self.inline.chain(address)
+        if inlined:
+            return inlined
+        symbol = self.image.function_at(address)  # no DWARF for this address (crt0, stripped ELF)
+        return (symbol[1] if symbol else "??",)
 
 
-def instructions(image: Image, timer: Timer, trace: list):
-    """(stack, cycles) per retired instruction; stack = source functions, outermost first."""
-    src, calls, prev = Source(image), [], None
+def attribute(image: Image, timer: Timer, trace: list) -> list[tuple[tuple[str, ...], int]]:
+    """(stack, cycles) per retired instruction; stack = source functions, outermost first.
+    by_function() and chrome_trace() both read this list: DWARF is parsed once."""
+    src, calls, prev, out = Source(image), [], None, []
     for address, size, cycles in trace:
         if prev is not None:
             kind = timer.block(*prev).end_kind
@@ -58,15 +55,15 @@ def instructions(image: Image, timer: Timer, trace: list):
         split = timer.split(prev, address, size)
         split[0] += cycles - sum(split)  # the trace's own count is authoritative
         outer = tuple(name for chain in calls for name in chain)
-        for i, c in enumerate(split):
-            yield outer + src.chain(address + 4 * i), c
+        out += [(outer + src.chain(address + 4 * i), c) for i, c in enumerate(split)]
         prev = (address, size)
+    return out
 
 
-def _slices(image: Image, timer: Timer, trace: list):
+def _slices(steps):
     """(name, depth, begin, end) of every period a function was on the stack."""
     open_, t = [], 0
-    for stack, c in instructions(image, timer, trace):
+    for stack, c in steps:
         common = 0
         while common < min(len(open_), len(stack)) and open_[common][0] == stack[common]:
             common += 1
@@ -80,23 +77,24 @@ def _slices(image: Image, timer: Timer, trace: list):
         yield name, len(open_), begin, t
 
 
-def by_function(image: Image, timer: Timer, trace: list) -> list[FunctionCost]:
+def by_function(steps) -> list[FunctionCost]:
+    """Self and total cost per source function, from attribute()'s list."""
     costs: dict[str, FunctionCost] = {}
-    for stack, c in instructions(image, timer, trace):
+    for stack, c in steps:
         fc = costs.setdefault(stack[-1], FunctionCost(stack[-1]))
         fc.instructions += 1
         fc.cycles += c
-    for name, _depth, begin, end in _slices(image, timer, trace):
+    for name, _depth, begin, end in _slices(steps):
         fc = costs.setdefault(name, FunctionCost(name))
         fc.entries += 1
         fc.total_cycles += end - begin
     return sorted(costs.values(), key=lambda c: (-c.cycles, -c.total_cycles))
 
 
-def chrome_trace(image: Image, timer: Timer, trace: list, clock_mhz: float, label: str) -> dict:
+def chrome_trace(steps, clock_mhz: float, label: str) -> dict:
     """Trace Event Format (opens in Perfetto / chrome://tracing); times in microseconds."""
     us = 1.0 / clock_mhz
     events = [{"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": begin * us, "dur": (end - begin) * us,
-               "args": {"cycles": end - begin}} for name, _d, begin, end in _slices(image, timer, trace)]
+               "args": {"cycles": end - begin}} for name, _d, begin, end in _slices(steps)]
     return {"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": label}}] + events,
             "displayTimeUnit": "ns"}

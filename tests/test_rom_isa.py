@@ -3,7 +3,7 @@
 The QuCo core is RV32IMF (plus Zicsr and the machine-mode system instructions), but the
 emulator's Unicorn CPU also executes RV32A/D/C: a stray `fadd.d` or a compressed
 instruction in the firmware would run in the emulator and trap on the real unit. So every
-function of firmware/build/quco.elf (the STT_FUNC ranges, plus crt0's `_start`, which has
+function of firmware/build/quco.elf (the sized code symbols, plus crt0's `_start`, which has
 no size) is disassembled with capstone and each mnemonic checked against the explicit
 allow-list of quco.emulator.isa (which the Soc also applies to every block it runs); an
 instruction capstone cannot decode and any 16-bit (compressed) parcel fail too. Self-tests run the same scanner on GNU-as programs, so the check demonstrably fails on
@@ -12,28 +12,21 @@ RV32A/D/C code and accepts every RV32IMF + Zicsr instruction capstone may print.
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from quco.emulator import isa
+from quco.emulator import elf, isa
 
 
 # ---------------------------------------------------------------- the scanner
 def code_ranges(path) -> tuple[list[tuple[int, int, str]], dict]:
-    """(start, size, name) of every STT_FUNC, plus the unsized reset code at the entry point
-    (up to the next function), and {address: bytes} of the loadable segments."""
-    with open(path, "rb") as f:
-        elf = ELFFile(f)
-        segments = {s["p_vaddr"]: s.data() for s in elf.iter_segments()
-                    if s["p_type"] == "PT_LOAD" and s["p_filesz"]}
-        syms = list(elf.get_section_by_name(".symtab").iter_symbols())
-        entry = elf["e_entry"]
-    funcs = sorted((s["st_value"], s["st_size"], s.name) for s in syms
-                   if s["st_info"]["type"] == "STT_FUNC" and s["st_size"])
-    if not any(start == entry for start, _, _ in funcs):
-        name = next((s.name for s in syms if s["st_value"] == entry and s["st_info"]["type"] == "STT_NOTYPE"
-                     and s.name and not s.name.startswith("$")), "entry")
-        end = min((start for start, _, _ in funcs if start > entry), default=None)
+    """(start, size, name) of every sized function, plus the unsized reset code at the entry
+    point (up to the next function), and {address: bytes} of the loaded segments."""
+    image = elf.load(path)
+    funcs = [s for s in image.symbols if s[1]]
+    if not any(start == image.entry for start, _, _ in funcs):
+        name = next((n for a, _, n in image.symbols if a == image.entry), "entry")
+        end = min((start for start, _, _ in funcs if start > image.entry), default=None)
         assert end is not None, "no function after the entry point"
-        funcs.append((entry, end - entry, name))
-    return sorted(funcs), segments
+        funcs.append((image.entry, end - image.entry, name))
+    return sorted(funcs), dict(image.segments)
 
 
 def fetch(segments: dict, address: int, n: int) -> bytes:
@@ -86,9 +79,9 @@ def test_firmware_has_no_compressed_words(elf_path):
 
 def test_firmware_elf_header_says_rv32_single_float_no_rvc(elf_path):
     with open(elf_path, "rb") as f:
-        elf = ELFFile(f)
-        flags = elf["e_flags"]
-        assert (elf.elfclass, elf["e_machine"]) == (32, "EM_RISCV")
+        header = ELFFile(f)
+        flags = header["e_flags"]
+        assert (header.elfclass, header["e_machine"]) == (32, "EM_RISCV")
     assert flags & 0x1 == 0, "EF_RISCV_RVC set: compressed code was linked in"
     assert flags & 0x6 == 0x2, f"float ABI is not ilp32f (e_flags 0x{flags:x})"
 
