@@ -72,8 +72,8 @@ def test_cache_holds_four_and_evicts_the_oldest(elf_path):
     dev = Device("r9-nano", elf_path)
     # Some Table I kernels share every input (and so a cache key): take five distinct records.
     distinct = {}
-    for p in EXAMPLES:
-        distinct.setdefault(load_kernel(p).record(), load_kernel(p))
+    for k in map(load_kernel, EXAMPLES):
+        distinct.setdefault(k.record(), k)
     kernels = list(distinct.values())[:5]
     assert len(kernels) == 5
     for k in kernels:
