@@ -6,20 +6,17 @@ static uint32_t boot_status, boot_detail, generation;
 static const entry_t *in_lds; /* cache entry whose configuration the LDS holds, if any */
 static groups_t groups;
 
-static uint32_t cold_launch(uint32_t *detail, uint32_t use_cache)
+/* Validates and plans the mailbox record into the cache's scratch entry; on success the
+ * entry holds the record and its configuration (and, with use_cache, becomes live). */
+static uint32_t cold_launch(entry_t *en, uint32_t *detail, uint32_t use_cache)
 {
-    entry_t *en = cache_scratch();
     if (in_lds == en)
         in_lds = 0; /* the scratch entry is being reused */
     uint32_t status = launch_check(RECORD_IN, &en->rec, &groups, detail);
     if (status == QUCO_STATUS_OK)
         status = plan(&en->rec, &groups, &en->config, detail);
-    if (status == QUCO_STATUS_OK) {
-        layout_write(&en->rec, &en->config, ++generation);
-        in_lds = en;
-        if (use_cache)
-            cache_commit();
-    }
+    if (status == QUCO_STATUS_OK && use_cache)
+        cache_commit();
     return status;
 }
 
@@ -31,19 +28,22 @@ static void serve_launch(void)
         uint32_t flags = RECORD_IN[__builtin_offsetof(quco_launch_header_t, flags) / 4u];
         uint32_t n = RECORD_IN[__builtin_offsetof(quco_launch_header_t, num_queues) / 4u];
         uint32_t use_cache = !(flags & QUCO_FLAG_NO_CACHE);
-        const entry_t *en = (use_cache && n - 1u < QUCO_MAX_QUEUES) ? cache_find(n) : 0;
+        entry_t *en = (use_cache && n - 1u < QUCO_MAX_QUEUES) ? cache_find(n) : 0;
         if (en) {
             hit = 1;
+            detail = 0;
+        } else {
+            en = cache_scratch();
+            status = cold_launch(en, &detail, use_cache);
+        }
+        if (status == QUCO_STATUS_OK) {
+            ++generation;
             if (en == in_lds) { /* the LDS already holds it: only the generation changes */
-                ((volatile quco_lds_header_t *)QUCO_LDS_BASE)->generation = ++generation;
-            } else {
-                layout_write(&en->rec, &en->config, ++generation);
+                ((volatile quco_lds_header_t *)QUCO_LDS_BASE)->generation = generation;
+            } else { /* one call site: inlined, so it borrows main's saved registers */
+                layout_write(&en->rec, &en->config, generation);
                 in_lds = en;
             }
-            detail = 0;
-            status = QUCO_STATUS_OK;
-        } else {
-            status = cold_launch(&detail, use_cache);
         }
     }
     mb->detail = detail;
