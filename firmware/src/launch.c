@@ -313,23 +313,21 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
     if (fits(p, tk, slots, 0))
         return 1;
     int low = p->ci < QUCO_CI_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
-    uint32_t fallback = low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS;
-    uint32_t any_above_one = 0;
-    for (uint32_t i = 0; i < p->ng; i++) {
-        if (slots[i] > fallback)
-            slots[i] = (uint8_t)fallback;
-        any_above_one |= slots[i] > 1u;
-    }
-    int ok;
-    while (!(ok = fits(p, tk, slots, 0)) && any_above_one) {
-        any_above_one = 0;
+    uint32_t limit = low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS;
+    for (;;) { /* clamp to the fallback once, then halve (stationary zeros stay zero) */
+        uint32_t any_above_one = 0;
         for (uint32_t i = 0; i < p->ng; i++) {
-            if (slots[i] > 1u)
-                slots[i] /= 2u;
-            any_above_one |= slots[i] > 1u;
+            uint32_t s = slots[i];
+            s = limit ? min_u(s, limit) : s >> (s > 1u);
+            slots[i] = (uint8_t)s;
+            any_above_one |= s > 1u;
         }
+        if (fits(p, tk, slots, 0))
+            return 1;
+        if (!any_above_one)
+            return 0;
+        limit = 0;
     }
-    return ok;
 }
 
 uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail)
