@@ -67,6 +67,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, u
         q[1] = w1;
         if (ng && w0 == prev0 && w1 == prev1) {
             g->count++;
+            n_stat += g->stat;
             continue;
         }
         uint32_t type = w1 & 0xffu, e = (w1 >> 8) & 0xffu, status = QUCO_STATUS_OK;
@@ -87,14 +88,13 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, u
         g->stat = (uint8_t)type;
         g->e = (uint8_t)e;
         g->es = (uint8_t)log2_elem(e);
+        n_stat += type;
         e_all = e > e_all ? e : e_all;
         if (type != QUCO_QUEUE_STATIONARY)
             e_stream = e > e_stream ? e : e_stream;
         prev0 = w0;
         prev1 = w1;
     }
-    for (uint32_t i = 0; i < ng; i++)
-        n_stat += gr->g[i].stat ? gr->g[i].count : 0u;
     gr->ng = ng;
     gr->n_stat = n_stat;
     gr->n_stream = n - n_stat;
@@ -284,7 +284,7 @@ static float little_factor(const planner_t *p, uint32_t t)
  * CI fallback when they do not fit. Returns whether the result fits. */
 static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
 {
-    uint32_t t = 1u << tk, last_e = 0, last_s = 0;
+    uint32_t t = 1u << tk;
     float factor = (p->flags & QUCO_FLAG_NO_LITTLE) ? 0.0f : little_factor(p, t);
     for (uint32_t i = 0; i < p->ng; i++) {
         const group_t *g = &p->g[i];
@@ -294,17 +294,11 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
         }
         uint32_t s = p->max_slots;
         if (!(p->flags & QUCO_FLAG_NO_LITTLE)) {
-            if (g->e == last_e) {
-                s = last_s; /* same element size: same ratio */
-            } else {
-                float ratio = mem_time(p, t, g->e) * factor;
-                if (!(ratio >= 1.0f))
-                    s = 1u;
-                else if (ratio < (float)p->max_slots)
-                    s = (uint32_t)ratio;
-                last_e = g->e;
-                last_s = s;
-            }
+            float ratio = mem_time(p, t, g->e) * factor;
+            if (!(ratio >= 1.0f))
+                s = 1u;
+            else if (ratio < (float)p->max_slots)
+                s = (uint32_t)ratio;
         }
         s = floor_pow2(s);
         uint32_t cap = tiles_in(g->length, tk);
