@@ -42,8 +42,8 @@ typedef struct {
 
 /* launch.c: record validation and the algorithm (Algorithms 1-3). */
 void gst_derive(void); /* boot: values of a valid GST the planner reuses */
-uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, uint32_t *detail);
-uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail);
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detail); /* fills the groups */
+uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail); /* of the last launch_check */
 uint32_t meta_bytes(uint32_t num_queues);
 static inline uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }
 

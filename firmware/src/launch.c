@@ -15,8 +15,12 @@ static uint32_t log2_elem(uint32_t e) { return (e >> 1) - (e >> 3); } /* of 1, 2
 
 /* Copies the record from the mailbox into l while validating it, so every word is read
  * once; groups identical consecutive queues on the way. */
-uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, uint32_t *detail)
+/* The groups of the launch being configured: launch_check fills them, plan reads them. */
+static groups_t groups;
+
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detail)
 {
+    groups_t *gr = &groups;
     const quco_launch_header_t *h = &l->h;
     uint32_t *dst = (uint32_t *)l;
     for (uint32_t i = 0; i < sizeof(quco_launch_header_t) / 4u; i += 4) { /* 2 steps, not 8 */
@@ -102,12 +106,10 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *gr, u
     return QUCO_STATUS_OK;
 }
 
-/* Everything Algorithms 1-3 need, derived once per launch. Tiles are powers of two,
- * t = 1 << tk. */
+/* Everything Algorithms 1-3 need beyond the groups and the GST, derived once per
+ * launch. Tiles are powers of two, t = 1 << tk. */
 typedef struct {
-    const group_t *g;
-    uint32_t ng, n_stream, n_stat, flags, cus, avail, meta, e_tile, nominal, wclass;
-    uint32_t max_slots, barrier_limit;
+    uint32_t flags, cus, avail, meta, nominal, wclass;
     float ci, cpb, inv_sched, overlap, cost_const;
 } planner_t;
 
@@ -145,7 +147,7 @@ static void set_rates(planner_t *p, float cpb, uint32_t wfs)
     p->cost_const = QUCO_COST_A * cpb + QUCO_COST_B * inv_cl;
 }
 
-static uint32_t merit_scan(const planner_t *p);
+static uint32_t merit_scan(const planner_t *p, uint32_t e);
 
 void gst_derive(void)
 {
@@ -161,8 +163,7 @@ void gst_derive(void)
     for (uint32_t w = 1; w <= W_CLASSES; w++) {
         set_rates(&p, cpb_nominal, w);
         for (uint32_t es = 0; es < 4u; es++) {
-            p.e_tile = 1u << es;
-            scan_tab[w - 1][es] = (uint8_t)merit_scan(&p);
+            scan_tab[w - 1][es] = (uint8_t)merit_scan(&p, 1u << es);
         }
     }
 }
@@ -201,14 +202,14 @@ static uint32_t need_bytes;
 static int fits(const planner_t *p, uint32_t tk, const uint8_t *slots, uint32_t all)
 {
     uint32_t bytes = 0, barriers = 0;
-    for (uint32_t i = 0; i < p->ng; i++) {
-        const group_t *g = &p->g[i];
+    for (uint32_t i = 0; i < groups.ng; i++) {
+        const group_t *g = &groups.g[i];
         uint32_t s = g->stat ? 1u : (slots ? slots[i] : all);
         bytes += g->count * align_up(s << (tk + g->es));
         barriers += g->count * s;
     }
     need_bytes = bytes;
-    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * barriers <= p->barrier_limit;
+    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * barriers <= GST->barrier_limit;
 }
 
 static uint32_t tiles_in(uint32_t length, uint32_t tk)
@@ -225,7 +226,7 @@ static uint32_t floor_pow2(uint32_t v)
 }
 
 /* Algorithms 1 and 2: the weighted merit over the tile range; returns log2 of the best. */
-static uint32_t merit_scan(const planner_t *p)
+static uint32_t merit_scan(const planner_t *p, uint32_t e)
 {
     /* weighted = (procTime x cost) / memTime, kept as a fraction: cross-multiplying
      * replaces a 19-cycle FDIV per tile (host/reference.py does the same) */
@@ -235,7 +236,7 @@ static uint32_t merit_scan(const planner_t *p)
     float best_num = -1.0f, best_den = 1.0f;
     uint32_t best_k = min_k;
     float bs = (float)(1u << min_k) * p->inv_sched;
-    float tm = (float)(1u << min_k) * slope(p, p->e_tile);
+    float tm = (float)(1u << min_k) * slope(p, e);
     float lat_t = lat * inv_pow2(min_k);
     for (uint32_t k = min_k; k <= max_k; k++, bs += bs, tm += tm, lat_t *= 0.5f) {
         float extra = bs - 1.0f;
@@ -254,7 +255,7 @@ static uint32_t merit_scan(const planner_t *p)
 /* Algorithms 1 and 2 in full: merit scan, CI scaling, LDS bound. Returns log2 of the tile. */
 static uint32_t choose_tile(const planner_t *p)
 {
-    uint32_t best_k = p->nominal ? scan_tab[p->wclass][log2_elem(p->e_tile)] : merit_scan(p);
+    uint32_t best_k = p->nominal ? scan_tab[p->wclass][log2_elem(groups.e_tile)] : merit_scan(p, groups.e_tile);
     if (!(p->flags & QUCO_FLAG_NO_CI_SCALING)) {
         if (p->ci < QUCO_CI_LOW && best_k < max_k)
             best_k++;
@@ -277,7 +278,7 @@ static float little_factor(const planner_t *p, uint32_t t)
 {
     int cu_aware = !(p->flags & QUCO_FLAG_NO_CU_AWARE);
     uint32_t ref = cu_aware ? QUCO_CU_SLOT_REF : 1u, cus = cu_aware ? p->cus : 1u;
-    return (float)(p->n_stream * ref) / (proc_time(p, t) * (float)cus);
+    return (float)(groups.n_stream * ref) / (proc_time(p, t) * (float)cus);
 }
 
 /* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap, then the
@@ -286,18 +287,18 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
 {
     uint32_t t = 1u << tk;
     float factor = (p->flags & QUCO_FLAG_NO_LITTLE) ? 0.0f : little_factor(p, t);
-    for (uint32_t i = 0; i < p->ng; i++) {
-        const group_t *g = &p->g[i];
+    for (uint32_t i = 0; i < groups.ng; i++) {
+        const group_t *g = &groups.g[i];
         if (g->stat) {
             slots[i] = 0;
             continue;
         }
-        uint32_t s = p->max_slots;
+        uint32_t s = GST->max_slots;
         if (!(p->flags & QUCO_FLAG_NO_LITTLE)) {
             float ratio = mem_time(p, t, g->e) * factor;
             if (!(ratio >= 1.0f))
                 s = 1u;
-            else if (ratio < (float)p->max_slots)
+            else if (ratio < (float)GST->max_slots)
                 s = (uint32_t)ratio;
         }
         s = floor_pow2(s);
@@ -310,7 +311,7 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
     uint32_t limit = low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS;
     for (;;) { /* clamp to the fallback once, then halve (stationary zeros stay zero) */
         uint32_t any_above_one = 0;
-        for (uint32_t i = 0; i < p->ng; i++) {
+        for (uint32_t i = 0; i < groups.ng; i++) {
             uint32_t s = slots[i];
             s = limit ? min_u(s, limit) : s >> (s > 1u);
             slots[i] = (uint8_t)s;
@@ -324,7 +325,7 @@ static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
     }
 }
 
-uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *detail)
+uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
 {
     const quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
@@ -337,15 +338,9 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
-    p.max_slots = g->max_slots;
-    p.barrier_limit = g->barrier_limit;
     p.nominal = clock == g->core_clock_mhz;
     set_rates(&p, p.nominal ? cpb_nominal : cycles_per_byte(clock), h->consumer_wavefronts);
-    p.g = gr->g;
-    p.ng = gr->ng;
-    p.n_stream = gr->n_stream;
-    p.n_stat = gr->n_stat;
-    p.e_tile = gr->e_tile;
+    const groups_t *gr = &groups;
 
     uint32_t tk = choose_tile(&p);
     while (!streaming_slots(&p, tk, gslots)) {
@@ -353,7 +348,7 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
             /* nothing fits: not even one slot of the smallest tile per queue (the model
              * checks this first; the answer is the same, the common path is shorter) */
             uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
-            if (barriers > p.barrier_limit) {
+            if (barriers > g->barrier_limit) {
                 *detail = barriers;
                 return QUCO_STATUS_BARRIER_LIMIT;
             }
@@ -364,32 +359,32 @@ uint32_t plan(const launch_t *l, const groups_t *gr, config_t *out, uint32_t *de
         tk--;
     }
     /* stationary queues share what the streaming queues left, evenly */
-    if (p.n_stat) {
+    if (gr->n_stat) {
         uint32_t streaming = 0;
-        for (uint32_t i = 0; i < p.ng; i++)
-            streaming += p.g[i].count * gslots[i];
+        for (uint32_t i = 0; i < gr->ng; i++)
+            streaming += gr->g[i].count * gslots[i];
         uint32_t spare = p.avail - need_bytes;
-        uint32_t spare_barriers = p.barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + p.n_stat);
-        if (p.n_stat > 1u) { /* skip two 35-cycle divisions in the common case */
-            spare /= p.n_stat;
-            spare_barriers /= p.n_stat;
+        uint32_t spare_barriers = g->barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + gr->n_stat);
+        if (gr->n_stat > 1u) { /* skip two 35-cycle divisions in the common case */
+            spare /= gr->n_stat;
+            spare_barriers /= gr->n_stat;
         }
         uint32_t s_barriers = 1u + spare_barriers / QUCO_BARRIERS_PER_SLOT;
-        for (uint32_t i = 0; i < p.ng; i++) {
-            const group_t *gr = &p.g[i];
-            if (!gr->stat)
+        for (uint32_t i = 0; i < gr->ng; i++) {
+            const group_t *q = &gr->g[i];
+            if (!q->stat)
                 continue;
-            uint32_t block_k = tk + gr->es > 7u ? tk + gr->es : 7u; /* align_up(t*e) = 2^block_k */
+            uint32_t block_k = tk + q->es > 7u ? tk + q->es : 7u; /* align_up(t*e) = 2^block_k */
             uint32_t s = 1u + (spare >> block_k);
-            s = min_u(min_u(s, s_barriers), p.max_slots);
-            gslots[i] = (uint8_t)min_u(s, tiles_in(gr->length, tk));
+            s = min_u(min_u(s, s_barriers), g->max_slots);
+            gslots[i] = (uint8_t)min_u(s, tiles_in(q->length, tk));
         }
     }
-    for (uint32_t i = 0; i < p.ng; i++) {
-        out->count[i] = p.g[i].count;
+    for (uint32_t i = 0; i < gr->ng; i++) {
+        out->count[i] = gr->g[i].count;
         out->slots[i] = gslots[i];
     }
-    out->ng = p.ng;
+    out->ng = gr->ng;
     out->tile = 1u << tk;
     *detail = 0;
     return QUCO_STATUS_OK;

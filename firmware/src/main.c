@@ -4,7 +4,6 @@
 
 static uint32_t boot_status, boot_detail, generation;
 static const entry_t *in_lds; /* cache entry whose configuration the LDS holds, if any */
-static groups_t groups;
 
 /* Validates and plans the mailbox record into the cache's scratch entry; on success the
  * entry holds the record and its configuration (and, with use_cache, becomes live). */
@@ -12,9 +11,9 @@ static uint32_t cold_launch(entry_t *en, uint32_t *detail, uint32_t use_cache)
 {
     if (in_lds == en)
         in_lds = 0; /* the scratch entry is being reused */
-    uint32_t status = launch_check(RECORD_IN, &en->rec, &groups, detail);
+    uint32_t status = launch_check(RECORD_IN, &en->rec, detail);
     if (status == QUCO_STATUS_OK)
-        status = plan(&en->rec, &groups, &en->config, detail);
+        status = plan(&en->rec, &en->config, detail);
     if (status == QUCO_STATUS_OK && use_cache)
         cache_commit();
     return status;
