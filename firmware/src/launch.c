@@ -197,19 +197,20 @@ static float inv_pow2(uint32_t k)
 
 /* Does the configuration fit the LDS and the barrier budget? Streaming groups at
  * slots[i] (or `all` slots when slots is NULL), stationary groups at one slot.
- * Leaves the bytes it counted in need_bytes. */
-static uint32_t need_bytes;
+ * Leaves the bytes and the slots it counted in need_bytes and need_slots. */
+static uint32_t need_bytes, need_slots;
 static int fits(const planner_t *p, uint32_t tk, const uint8_t *slots, uint32_t all)
 {
-    uint32_t bytes = 0, barriers = 0;
+    uint32_t bytes = 0, nslots = 0;
     for (uint32_t i = 0; i < groups.ng; i++) {
         const group_t *g = &groups.g[i];
         uint32_t s = g->stat ? 1u : (slots ? slots[i] : all);
         bytes += g->count * align_up(s << (tk + g->es));
-        barriers += g->count * s;
+        nslots += g->count * s;
     }
     need_bytes = bytes;
-    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * barriers <= GST->barrier_limit;
+    need_slots = nslots;
+    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * nslots <= GST->barrier_limit;
 }
 
 static uint32_t tiles_in(uint32_t length, uint32_t tk)
@@ -330,7 +331,7 @@ uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
     const quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
     planner_t p;
-    uint8_t gslots[QUCO_MAX_QUEUES];
+    uint8_t *gslots = out->slots;
     p.flags = h->flags;
     p.ci = h->compute_intensity;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
@@ -358,13 +359,11 @@ uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
         }
         tk--;
     }
-    /* stationary queues share what the streaming queues left, evenly */
+    /* stationary queues share what the streaming queues left, evenly (the last fits()
+     * counted the streaming slots plus one per stationary queue) */
     if (gr->n_stat) {
-        uint32_t streaming = 0;
-        for (uint32_t i = 0; i < gr->ng; i++)
-            streaming += gr->g[i].count * gslots[i];
         uint32_t spare = p.avail - need_bytes;
-        uint32_t spare_barriers = g->barrier_limit - QUCO_BARRIERS_PER_SLOT * (streaming + gr->n_stat);
+        uint32_t spare_barriers = g->barrier_limit - QUCO_BARRIERS_PER_SLOT * need_slots;
         if (gr->n_stat > 1u) { /* skip two 35-cycle divisions in the common case */
             spare /= gr->n_stat;
             spare_barriers /= gr->n_stat;
@@ -380,10 +379,8 @@ uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
             gslots[i] = (uint8_t)min_u(s, tiles_in(q->length, tk));
         }
     }
-    for (uint32_t i = 0; i < gr->ng; i++) {
+    for (uint32_t i = 0; i < gr->ng; i++)
         out->count[i] = gr->g[i].count;
-        out->slots[i] = gslots[i];
-    }
     out->ng = gr->ng;
     out->tile = 1u << tk;
     *detail = 0;
