@@ -1,0 +1,41 @@
+"""Issue #3's budgets, checked on figures that are exact and deterministic: ROM bytes,
+modelled cycles (instruction counts through the default timing profile, no wall clock)
+and the measured stack high-water mark. bench/bench.py prints the full tables; these
+tests stop a change that silently breaks a target."""
+from pathlib import Path
+
+import pytest
+
+from quco.emulator import elf
+from quco.gst import abi, tables
+from quco.host.device import Device
+from quco.host.kernel import load_kernel
+
+KERNELS = sorted((Path(__file__).resolve().parent.parent / "examples" / "kernels").glob("*.json"))
+ROM_BUDGET = 4096             # bytes of code and constants (the unit has 8 KiB)
+MM_COLD_BUDGET = 1500         # cycles, 9-queue Matrix-Matrix on the R9 Nano, cv32e40p profile
+MM_CACHED_BUDGET = 250        # cycles, the identical relaunch
+STACK_BUDGET = abi.STACK_RESERVE
+
+
+def test_rom_within_budget(elf_path):
+    assert elf.load(elf_path).text_bytes <= ROM_BUDGET
+
+
+def test_matrix_matrix_launch_within_budget(elf_path):
+    mm = load_kernel(next(p for p in KERNELS if p.stem == "matrix-matrix"))
+    dev = Device("r9-nano", elf_path, profile="cv32e40p")
+    cold, cached = dev.launch(mm), dev.launch(mm)
+    assert cold.ok and not cold.cache_hit and cached.cache_hit
+    assert cold.cost.cycles <= MM_COLD_BUDGET
+    assert cached.cost.cycles <= MM_CACHED_BUDGET
+    # a hit that reconfigured anything but the generation would cost hundreds of cycles
+    assert cached.cost.cycles < cold.cost.cycles / 4
+
+
+@pytest.mark.parametrize("gpu", tables.preset_names())
+def test_stack_high_water_within_reserve(elf_path, gpu):
+    dev = Device(gpu, elf_path)
+    for path in KERNELS:
+        dev.launch(load_kernel(path))
+    assert 0 < dev.soc.stack_high_water() <= STACK_BUDGET
