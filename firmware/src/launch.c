@@ -13,11 +13,11 @@ uint32_t meta_bytes(uint32_t n)
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t log2_elem(uint32_t e) { return (e >> 1) - (e >> 3); } /* of 1, 2, 4, 8 */
 
-/* Copies the record from the mailbox into l while validating it, so every word is read
- * once; groups identical consecutive queues on the way. */
 /* The groups of the launch being configured: launch_check fills them, plan reads them. */
 static groups_t groups;
 
+/* Copies the record from the mailbox into l while validating it, so every word is read
+ * once; groups identical consecutive queues on the way. */
 uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detail)
 {
     groups_t *gr = &groups;
