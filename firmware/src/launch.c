@@ -168,14 +168,16 @@ void gst_derive(void)
     }
 }
 
-static float proc_time(const planner_t *p, uint32_t t)
+/* procTime from bs = t / bestScheduling: the wavefronts beyond the first overlap */
+static float sched_time(const planner_t *p, float bs)
 {
-    float bs = (float)t * p->inv_sched;
     float extra = bs - 1.0f;
     if (extra < 0.0f)
         extra = 0.0f;
     return bs + extra * p->overlap;
 }
+
+static float proc_time(const planner_t *p, uint32_t t) { return sched_time(p, (float)t * p->inv_sched); }
 
 /* memTime cycles per tile element for element size e */
 static float slope(const planner_t *p, uint32_t e)
@@ -240,10 +242,7 @@ static uint32_t merit_scan(const planner_t *p, uint32_t e)
     float tm = (float)(1u << min_k) * slope(p, e);
     float lat_t = lat * inv_pow2(min_k);
     for (uint32_t k = min_k; k <= max_k; k++, bs += bs, tm += tm, lat_t *= 0.5f) {
-        float extra = bs - 1.0f;
-        if (extra < 0.0f)
-            extra = 0.0f;
-        float num = (bs + extra * p->overlap) * (lat_t + p->cost_const), den = lat + tm;
+        float num = sched_time(p, bs) * (lat_t + p->cost_const), den = lat + tm;
         if (num * best_den > best_num * den) {
             best_num = num;
             best_den = den;
