@@ -90,10 +90,12 @@ def header_text() -> str:
     out.append(" * QUCO_GST_FIRST_CHECKED, each within [lo, hi] */")
     out.append(f"#define QUCO_GST_FIRST_CHECKED {first}u")
     out.append(f"#define QUCO_GST_NUM_CHECKS {len(abi.GST_CHECKED)}u")
-    out.append(f"#define QUCO_GST_CHECKS_LO {{ {', '.join(f'{int(f.lo)}u' for f in abi.GST_CHECKED)} }}")
-    out.append(f"#define QUCO_GST_CHECKS_HI {{ {', '.join(f'{int(f.hi)}u' for f in abi.GST_CHECKED)} }}")
+    # each bound once: the firmware's table is built from the per-field macros it may also use
     for f in abi.GST_CHECKED:
         out.append(f"#define QUCO_GST_{f.name.upper()}_HI {int(f.hi)}u")
+    out.append(f"#define QUCO_GST_CHECKS_LO {{ {', '.join(f'{int(f.lo)}u' for f in abi.GST_CHECKED)} }}")
+    his = ", ".join(f"QUCO_GST_{f.name.upper()}_HI" for f in abi.GST_CHECKED)
+    out.append(f"#define QUCO_GST_CHECKS_HI {{ {his} }}")
     out.append("")
     out.append("#endif")
     body = "\n".join(out) + "\n"
