@@ -132,7 +132,8 @@ class Soc:
         raw(UC_HOOK_BLOCK, fptr, 1, 0)
 
     # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
-    # hooks only count: they run once per executed block and dominate emulation time.
+    # hooks count, and check each block's instruction set the first time they see it; they
+    # run once per executed block and dominate emulation time.
     def _retired(self, address, size) -> int:
         """Bytes of the block that really execute, checked once per block: up to its first
         wfi, and only RV32IMF (Unicorn's CPU would run RV32A/D/C code too)."""
@@ -214,7 +215,7 @@ class Soc:
         cls = faults.IllegalInstruction if intno == 2 else faults.Trap
         # Unicorn has already stepped past the instruction (unicorn-engine/unicorn#1990);
         # every RV32IMF instruction is 4 bytes
-        self._set_fault(cls, cause, None, uc.reg_read(UC_RISCV_REG_PC) - 4)
+        self._set_fault(cls, cause, None, self._read_pc() - 4)
         uc.emu_stop()
 
     # ---------------------------------------------------------------- running
