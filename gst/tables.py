@@ -75,22 +75,27 @@ def _resolve(spec: str | Path) -> Path:
     return path
 
 
-def sources(spec: str | Path) -> dict:
-    """Where each figure of a TOML preset comes from ({} for a binary table)."""
-    path = _resolve(spec)
-    if path.suffix != ".toml":
-        return {}
-    return {k: v.get("source", "") for k, v in load_toml(path).items() if isinstance(v, dict)}
-
-
-def load(spec: str | Path) -> bytes:
-    """A preset name, a .toml file or a binary .gst file -> 256 GST bytes."""
+def read(spec: str | Path) -> tuple[bytes, dict]:
+    """A preset name, a .toml file or a binary .gst file -> (256 GST bytes, where each
+    figure comes from: {field: source} for a TOML preset, {} for a binary table)."""
     path = _resolve(spec)
     if path.suffix == ".toml":
-        return pack(fields_from_doc(load_toml(path), str(path)))
+        doc = load_toml(path)
+        return (pack(fields_from_doc(doc, str(path))),
+                {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise GstFileError(f"{path}: cannot read: {e.strerror}") from None
     unpack(raw)  # checks the size
-    return raw
+    return raw, {}
+
+
+def load(spec: str | Path) -> bytes:
+    """A preset name, a .toml file or a binary .gst file -> 256 GST bytes."""
+    return read(spec)[0]
+
+
+def sources(spec: str | Path) -> dict:
+    """Where each figure of a TOML preset comes from ({} for a binary table)."""
+    return read(spec)[1]

@@ -147,21 +147,24 @@ def cmd_diff(args) -> int:
     return EXIT_MISMATCH if bad else 0
 
 
+def _text(raw: bytes) -> str:
+    """A NUL-padded GST string field (the GPU name) as text."""
+    return raw.rstrip(b"\0").decode(errors="replace")
+
+
 def cmd_gst(args) -> int:
     if args.action == "show":
-        raw = tables.load(args.file)
+        raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
         g = tables.unpack(raw)
         if args.json:
-            print(json.dumps({k: (v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else v)
-                              for k, v in g.items()}, indent=2))
+            print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))
             return 0
-        src = tables.sources(args.file)  # a TOML preset says where each figure comes from
         t = Table(title=f"GST {args.file}")
         for col in ("field", "value", "meaning") + (("source",) if src else ()):
             t.add_column(col, overflow="fold")
         for f in abi.GST.fields:
             v = g[f.name]
-            shown = v.rstrip(b"\0").decode(errors="replace") if isinstance(v, bytes) else (
+            shown = _text(v) if isinstance(v, bytes) else (
                 f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
             t.add_row(f.name, shown, f.doc, *((src.get(f.name, ""),) if src else ()))
         out.print(t)
@@ -178,7 +181,7 @@ def cmd_gst(args) -> int:
         reference.check_gst(raw)
     except reference.ConfigError as e:
         raise UserError(f"{args.file}: {describe(e.status, e.detail)}") from None
-    name = tables.unpack(raw)["name"].rstrip(b"\0").decode(errors="replace")
+    name = _text(tables.unpack(raw)["name"])
     out.print(f"{args.file}: ok ({name})")
     return 0
 
