@@ -1,13 +1,18 @@
 import itertools
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
 from quco.gst import abi
-
 from quco.host.device import Device, firmware_path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES_DIR = ROOT / "examples" / "kernels"          # the bundled Table I kernels
+EXAMPLE_KERNELS = sorted(EXAMPLES_DIR.glob("*.json"))
+MM_KERNEL = EXAMPLES_DIR / "matrix-matrix.json"        # the 9-queue Matrix-Matrix kernel
 
 
 @pytest.fixture(scope="session")

@@ -2,16 +2,14 @@
 modelled cycles (instruction counts through the default timing profile, no wall clock)
 and the measured stack high-water mark. bench/bench.py prints the full tables; these
 tests stop a change that silently breaks a target."""
-from pathlib import Path
-
 import pytest
 
+from conftest import EXAMPLE_KERNELS, MM_KERNEL
 from quco.emulator import elf
 from quco.gst import abi, tables
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
-KERNELS = sorted((Path(__file__).resolve().parent.parent / "examples" / "kernels").glob("*.json"))
 ROM_BUDGET = 4096             # bytes of code and constants (the unit has 8 KiB)
 MM_COLD_BUDGET = 1500         # cycles, 9-queue Matrix-Matrix on the R9 Nano, cv32e40p profile
 MM_CACHED_BUDGET = 250        # cycles, the identical relaunch
@@ -23,7 +21,7 @@ def test_rom_within_budget(elf_path):
 
 
 def test_matrix_matrix_launch_within_budget(elf_path):
-    mm = load_kernel(next(p for p in KERNELS if p.stem == "matrix-matrix"))
+    mm = load_kernel(MM_KERNEL)
     dev = Device("r9-nano", elf_path, profile="cv32e40p")
     cold, cached = dev.launch(mm), dev.launch(mm)
     assert cold.ok and not cold.cache_hit and cached.cache_hit
@@ -36,6 +34,6 @@ def test_matrix_matrix_launch_within_budget(elf_path):
 @pytest.mark.parametrize("gpu", tables.preset_names())
 def test_stack_high_water_within_reserve(elf_path, gpu):
     dev = Device(gpu, elf_path)
-    for path in KERNELS:
+    for path in EXAMPLE_KERNELS:
         dev.launch(load_kernel(path))
     assert 0 < dev.soc.stack_high_water() <= STACK_BUDGET

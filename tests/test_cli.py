@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import MM_KERNEL
 from quco.gst import abi, tables
 from quco.host import cli
 
-ROOT = Path(__file__).resolve().parent.parent
-MM = str(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+MM = str(MM_KERNEL)
 
 
 def run(capsys, *argv):

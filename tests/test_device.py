@@ -1,15 +1,15 @@
 """The host shim: the ACTA-style flow of the papers' listings, resets, describe()."""
-from pathlib import Path
 
 import pytest
 
+from conftest import MM_KERNEL
 from quco.gst import abi
 from quco.gst.abi import Status
 from quco.host import reference
 from quco.host.device import Device, DeviceError, describe
 from quco.host.kernel import load_kernel
 
-MM = Path(__file__).resolve().parent.parent / "examples" / "kernels" / "matrix-matrix.json"
+MM = MM_KERNEL
 
 
 def test_acta_flow_equals_the_kernel_file(elf_path):

@@ -1,18 +1,18 @@
 """Firmware against the reference model, bit for bit: presets x examples, then random
 valid, near-valid and raw inputs (hypothesis drives the seeded generators of quco.host.fuzz)."""
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import EXAMPLE_KERNELS
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz
 from quco.host.kernel import load_kernel
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples" / "kernels").glob("*.json"))
+EXAMPLES = EXAMPLE_KERNELS
 def slow(n):
     return settings(max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

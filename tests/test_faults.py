@@ -7,10 +7,10 @@ label `fault` in the program, read from the ELF), its symbol, its disassembly an
 memory fault, the accessed address: that is what turns a firmware bug into a crash report.
 """
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import MM_KERNEL
 from quco.emulator import elf, faults
 from quco.emulator.faults import (BudgetExceeded, ElfError, IllegalInstruction, OutOfBounds, Trap,
                                   UnmappedAccess, WriteProtected)
@@ -20,7 +20,7 @@ from quco.gst.abi import Status
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
-MM = Path(__file__).resolve().parent.parent / "examples" / "kernels" / "matrix-matrix.json"
+MM = MM_KERNEL
 LDS_BYTES = 64 * 1024  # whole pages: nothing to guard past the LDS
 GST = tables.pack({**tables.unpack(tables.load("r9-nano")), "lds_bytes": LDS_BYTES})
 

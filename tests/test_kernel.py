@@ -3,16 +3,16 @@ import json
 import math
 import struct
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 from jsonschema import Draft202012Validator
 
+from conftest import EXAMPLES_DIR
 from quco.gst import abi
 from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel, schema
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels"
+EXAMPLES = EXAMPLES_DIR
 N = 16_777_216
 
 

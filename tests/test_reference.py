@@ -1,16 +1,16 @@
 """The reference model against hand-computed figures and the paper's Table III."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import EXAMPLES_DIR
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import reference as ref
 from quco.host.device import decode_lds, pack_record
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels"
+EXAMPLES = EXAMPLES_DIR
 # QuCo Table III, R9 Nano column: tile elements / slots.
 TABLE_III_R9_NANO = {
     "elementwise-k": (2048, 2), "elementwise": (2048, 4), "sumvectors": (2048, 4),
