@@ -48,6 +48,8 @@ class Kernel:
     lds_bytes: int = 0
     gpu: str | None = None
     description: str = ""
+    work_groups: int = 0   # grid size for the performance model; 0 = one per active CU
+    output_bytes: int = 0  # bytes one work-group writes to global memory
 
     def header(self) -> dict:
         return dict(magic=abi.LAUNCH_MAGIC, flags=self.flags, compute_intensity=self.compute_intensity,
@@ -213,14 +215,15 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
             queues.append((int(q["length"]), QUEUE_TYPES[q["type"]], int(q["elem_size"])))
             name = q.get("name", "")
             names.append(f"{name}[{i}]" if name and n > 1 else name)
-    part, abl = doc.get("partition", {}), doc.get("ablation", {})
+    part, abl, grid = doc.get("partition", {}), doc.get("ablation", {}), doc.get("grid", {})
     flags = sum(bit for key, bit in ABLATION_FLAGS.items() if not abl.get(key, True))
     return Kernel(name=doc["name"], compute_intensity=float(doc["compute_intensity"]),
                   consumer_wavefronts=int(doc.get("consumer_wavefronts", DEFAULT_WAVEFRONTS)),
                   queues=queues, queue_names=names, flags=flags,
                   core_clock_mhz=int(part.get("core_clock_mhz", 0)), active_cus=int(part.get("active_cus", 0)),
                   lds_bytes=int(part.get("lds_bytes", 0)), gpu=doc.get("gpu"),
-                  description=doc.get("description", ""))
+                  description=doc.get("description", ""), work_groups=int(grid.get("work_groups", 0)),
+                  output_bytes=int(grid.get("output_bytes", 0)))
 
 
 def _no_duplicates(pairs):

@@ -183,7 +183,7 @@ def test_all_problems_reported_sorted_by_path():
         "in.json: queues[0].elem_size: 3 is not one of 1, 2, 4, 8",
         "in.json: queues[0].length: 0 is out of range; expected integer 1 to 4294967295",
         "in.json: zzz: unknown field (allowed: name, description, gpu, compute_intensity, consumer_wavefronts, "
-        "queues, partition, ablation)",
+        "queues, partition, grid, ablation)",
     ]
 
 
