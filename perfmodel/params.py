@@ -1,0 +1,76 @@
+"""What the performance model knows about the hardware: the GST's figures, the partition's,
+and the few constants the GST does not carry, each declared once with its source.
+
+docs/perf-model.md explains how each enters the model. Latencies are in GPU core cycles
+at the clock the kernel runs at: the GST gives them at its nominal clock; the part of a
+DRAM round trip beyond an L2 hit is a fixed time (so it scales with a DVFS clock), while
+the L2, ATT and LDS run on the core clock (so their cycle counts do not). DRAM bandwidth
+is fixed in bytes per second, so a lower clock gives more bytes per cycle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# name: (value, unit, source). Assumptions say so; none is fitted to QuCo's picks.
+CONSTANTS = {
+    "FLOPS_PER_MUL": (2, "FLOPs", "a SIMD lane's fused multiply-add counts as two FLOPs "
+                      "(GCN: 64 FMA lanes per CU = 128 FLOPs per cycle)"),
+    "WAVES_PER_POOL": (10, "wavefronts", "GCN/CDNA: each SIMD keeps 10 wavefronts in flight, 40 per CU "
+                       "(AMD GCN architecture; CLRX GCN timings occupancy table)"),
+    "WAVE_INSTR_CYCLES": (4, "cycles", "GCN issues one instruction of a wavefront every 4 cycles "
+                          "(16-lane SIMD, 64-item wavefront; CLRX GCN timings)"),
+    "LDS_LATENCY": (64, "cycles", "assumption: an LDS round trip, which is what a barrier wake-up "
+                    "and a slot release cost; GCN-class LDS latencies are tens of cycles, no "
+                    "public figure for ATT barriers"),
+    "ATT_DESC_CYCLES": (4, "cycles", "assumption: the ATT unit accepts one descriptor per "
+                        "wavefront instruction issue (WAVE_INSTR_CYCLES)"),
+    "FABRIC_BYTES_PER_CYCLE": (64, "bytes", "GCN L1/LDS fill path: 64 bytes per clock per CU "
+                               "(AMD GCN documentation); the ATT moves one cache line per cycle at most"),
+}
+
+
+def const(name: str):
+    return CONSTANTS[name][0]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One partition of one GPU as the model sees it. Built by `machine()`."""
+    clock_mhz: float
+    cus: int                 # CUs of the partition
+    lds_bytes: int           # LDS per CU of the partition
+    simd_muls: int           # multiply(-add)s per cycle per CU
+    pools: int               # wavefront pools (SIMDs) per CU
+    lat_att: float           # ATT descriptor latency, cycles
+    lat_l2: float            # L2 round trip, cycles
+    lat_dram: float          # DRAM round trip, cycles at this clock
+    dram_bytes_per_cycle: float  # whole GPU
+    cache_line: int
+    barrier_limit: int
+
+    @property
+    def flops_per_cycle(self) -> float:
+        return const("FLOPS_PER_MUL") * self.simd_muls
+
+    @property
+    def max_waves(self) -> int:
+        return self.pools * const("WAVES_PER_POOL")
+
+
+def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
+            unlimited_lds: bool = False) -> Machine:
+    """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all)."""
+    nominal = g["core_clock_mhz"]
+    clock = core_clock_mhz or nominal
+    big = 1 << 40
+    return Machine(
+        clock_mhz=float(clock), cus=active_cus or g["num_cus"],
+        lds_bytes=big if unlimited_lds else (lds_bytes or g["lds_bytes"]),
+        simd_muls=g["simd_muls_per_cycle"], pools=g["wavefront_pools"],
+        lat_att=float(g["lat_att_cycles"]), lat_l2=float(g["lat_l2_cycles"]),
+        # Table II's latencies are CU round trips to each level: the part of a DRAM round
+        # trip beyond an L2 hit is DRAM time, fixed in ns, so it scales with the clock.
+        lat_dram=g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal,
+        dram_bytes_per_cycle=g["dram_bw_mbps"] / clock,
+        cache_line=g["cache_line_bytes"],
+        barrier_limit=big if unlimited_lds else g["barrier_limit"])
