@@ -16,13 +16,13 @@ from quco.perfmodel.work import Config, Work, fits
 TILE_RANGE = (64, 8192)        # QuCo Sec. V: tiles 64..8,192 elements
 SLOT_RANGE = (1, 8)            # QuCo Sec. V: slots 1..8
 INFORMED_TILES = (64, 256)     # Informed-Tuned: tiles 64..256 (QuCo Sec. V)
-INFORMED_SLOTS = (2, 4)        #   with 2..4 slots (NVIDIA's double/quadruple buffering)
+INFORMED_SLOTS = (2, 4)        #   with 2 or 4 slots (NVIDIA's double/quadruple buffering)
 NON_TUNED_SLOTS = 2            # Non-Tuned: the smallest tile, double-buffered (our reading)
 
 
 @functools.lru_cache(maxsize=65536)
-def evaluate(m: Machine, work: Work, cfg: Config, mode: str = "att") -> Outcome:
-    return simulate(m, work, cfg, mode)
+def evaluate(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occupancy: int = 0) -> Outcome:
+    return simulate(m, work, cfg, mode, max_occupancy=max_occupancy)
 
 
 def tiles(g: dict, lo: int = TILE_RANGE[0], hi: int = TILE_RANGE[1]) -> list[int]:
@@ -36,12 +36,12 @@ def tiles(g: dict, lo: int = TILE_RANGE[0], hi: int = TILE_RANGE[1]) -> list[int
     return out
 
 
-def candidates(work: Work, m: Machine, tile_list, slot_range) -> list[Config]:
+def candidates(work: Work, m: Machine, tile_list, slot_choices) -> list[Config]:
     """Every tile x slots-per-run-of-identical-queues that fits one work-group on a CU."""
     runs = work.runs()
     out = []
     for t in tile_list:
-        for choice in itertools.product(range(slot_range[0], slot_range[1] + 1), repeat=len(runs)):
+        for choice in itertools.product(slot_choices, repeat=len(runs)):
             slots = tuple(s for (a, n), s in zip(runs, choice) for _ in range(n))
             cfg = Config(t, slots)
             if fits(work, cfg, m.lds_bytes, m.barrier_limit):
@@ -64,7 +64,7 @@ def rank(m: Machine, work: Work, configs, mode: str = "att") -> list[Ranked]:
 
 def exhaustive(m: Machine, g: dict, work: Work) -> list[Ranked]:
     """ATT/Fine-Tuned: the whole space the paper explores."""
-    return rank(m, work, candidates(work, m, tiles(g), (1, min(SLOT_RANGE[1], g["max_slots"]))))
+    return rank(m, work, candidates(work, m, tiles(g), range(SLOT_RANGE[0], min(SLOT_RANGE[1], g["max_slots"]) + 1)))
 
 
 def informed(m: Machine, g: dict, work: Work) -> Ranked | None:
@@ -94,7 +94,15 @@ def noatt(m: Machine, g: dict, work: Work, tuned: bool) -> Ranked | None:
 
 def ideal(g: dict, work: Work, core_clock_mhz: int = 0, active_cus: int = 0) -> Ranked:
     """ATT with unlimited LDS and barriers: every tile of every queue has a slot, so loading
-    never waits for the consumers; the best tile. What the paper normalises to."""
+    never waits for the consumers; the best tile and number of resident work-groups. What
+    the paper normalises to."""
     m = machine(g, core_clock_mhz, active_cus, unlimited_lds=True)
-    pool = [Config(t, tuple(work.tiles(i, t) for i in range(len(work.queues)))) for t in tiles(g)]
-    return rank(m, work, pool)[0]
+    best = None
+    for t in tiles(g):
+        cfg = Config(t, tuple(work.tiles(i, t) for i in range(len(work.queues))))
+        # more work-groups at once is not always faster: each loads its own stationary copy
+        for cap in range(1, occupancy(m, work, cfg) + 1):
+            r = Ranked(cfg, evaluate(m, work, cfg, "att", cap))
+            if best is None or r.outcome.cycles < best.outcome.cycles:
+                best = r
+    return best

@@ -32,6 +32,8 @@ import simpy
 from quco.perfmodel.params import Machine, const
 from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
+ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
+
 
 class Environment(simpy.Environment):
     """SimPy's environment, counting the events it schedules (a speed figure)."""
@@ -74,9 +76,10 @@ class Outcome:
     barrier_cycles: float     # cycles consumers spent on barriers
     events: int
     transfers: int
-    mean_latency: float       # issue to arrival of a transfer, cycles
-    mean_in_flight: float     # time-averaged transfers in flight
+    mean_latency: float       # issue to arrival of a transfer, cycles (simulated part)
+    mean_in_flight: float     # time-averaged transfers in flight (simulated part)
     throughput: float         # transfers per cycle
+    extrapolated: bool = False  # later rounds of work-groups extrapolated (see Model.run)
     trace: list = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
@@ -97,11 +100,12 @@ def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
 
 
 class Model:
-    def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False):
+    def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
+                 max_occupancy: int = 0):
         self.m, self.work, self.cfg, self.mode, self.tracing = m, work, cfg, mode, trace
         cus_used = min(m.cus, work.work_groups or m.cus)
         self.wgs = math.ceil((work.work_groups or m.cus) / cus_used)
-        self.occ = min(occupancy(m, work, cfg, mode), self.wgs)
+        self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
         if self.occ < 1:
             raise ValueError(f"{cfg} does not fit one work-group on a CU")
         self.fabric = float(min(const("FABRIC_BYTES_PER_CYCLE"), m.cache_line * 1e9))
@@ -112,7 +116,8 @@ class Model:
         self.steps = max(g.tiles for g in self.groups)
         self.out_per_step = work.output_bytes / self.steps
         self.env = Environment()
-        self.simd = simpy.Resource(self.env, capacity=max(1, m.pools // active_pools))
+        capacity = max(1, m.pools // active_pools)
+        self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
         self.pipe_free = self.att_free = 0.0
         self.dram_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
@@ -160,8 +165,11 @@ class Model:
     def _transfer(self, slot: int, g: Group, k: int, arrived: simpy.Store, from_l2: bool) -> None:
         m, now = self.m, self.env.now
         nbytes = g.bytes(k)
+        # The CU's one ATT unit takes the group's descriptors in turn; the producer does
+        # not wait for it (the descriptors queue in the unit).
+        self.att_free = max(now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
         lat = m.lat_att + (m.lat_l2 if from_l2 else m.lat_dram)
-        done = self._pipe(nbytes, now + lat, self.fabric if from_l2 else self.dram_rate, not from_l2)
+        done = self._pipe(nbytes, self.att_free + lat, self.fabric if from_l2 else self.dram_rate, not from_l2)
         self._flight(+1)
         self.transfers += 1
         self.latency_sum += done - now
@@ -184,9 +192,6 @@ class Model:
                     yield free[gi].get(1)
                     self.stall_p += env.now - t0
                     self._span(f"slot {slot} producer", "wait slot", t0, env.now)
-                issue_done = max(env.now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
-                self.att_free = issue_done
-                yield env.timeout(issue_done - env.now)
                 self._transfer(slot, g, k, arrived[gi], from_l2=not first_wg and g.stationary)
 
     def _consumer(self, slot: int, arrived, free, first_wg: bool):
@@ -222,12 +227,16 @@ class Model:
     def _compute(self, slot: int, k: int, step_bytes: int):
         env = self.env
         cycles = self.work.compute_intensity * step_bytes / self.flops_per_cycle
-        with self.simd.request() as req:
-            yield req
+        self.busy += cycles
+        if self.simd is None:  # every resident work-group has SIMDs of its own
             t = env.now
             yield env.timeout(cycles)
-            self.busy += cycles
-            self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
+        else:
+            with self.simd.request() as req:
+                yield req
+                t = env.now
+                yield env.timeout(cycles)
+        self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
         env = self.env
@@ -263,27 +272,45 @@ class Model:
         body = self._work_group_att if self.mode == "att" else self._work_group_noatt
         for j in range(count):
             yield from body(slot, j == 0)
+            self.finished[j] = max(self.finished.get(j, 0.0), self.env.now)
 
-    def run(self) -> Outcome:
+    def run(self, exact: bool = False) -> Outcome:
+        """Simulate. Unless `exact`, when every resident slot has more than ROUNDS + 1
+        work-groups (a round: one work-group on every slot), K full rounds are skipped so that
+        ROUNDS + 1 remain (plus the uneven last round), and K times the mean time of simulated
+        rounds 2..ROUNDS is added: after the first round (cold stationary operands, an empty
+        pipe) and before the last (the drain) every round does the same work on the same
+        resources. Start, uneven end and drain are simulated."""
         share = [self.wgs // self.occ + (1 if s < self.wgs % self.occ else 0) for s in range(self.occ)]
+        skipped = 0 if exact else max(0, min(share) - (ROUNDS + 1))
+        share = [n - skipped for n in share]  # keeps the uneven last round as it is
+        self.finished: dict[int, float] = {}
         for slot, n in enumerate(share):
             self.env.process(self._resident(slot, n))
         self.env.run()
         self._flight(0)
         end = max(self.env.now, self.pipe_free)
+        scale = self.wgs / sum(share)
+        if skipped:  # the skipped full rounds, at the steady per-round time (away from both ends)
+            per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
+            end += skipped * per_round
         m = self.m
         cus_used = min(m.cus, self.work.work_groups or m.cus)
+        transfers = self.transfers * scale
         return Outcome(
             cycles=end, ns=end * 1000.0 / m.clock_mhz, occupancy=self.occ, work_groups_per_cu=self.wgs,
-            dram_gbps=self.dram_bytes * cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
-            compute_util=self.busy * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
-            stall_producer=self.stall_p, stall_consumer=self.stall_c, barrier_cycles=self.barrier,
-            events=self.env.scheduled, transfers=self.transfers,
+            dram_gbps=self.dram_bytes * scale * cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
+            compute_util=self.busy * scale * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
+            stall_producer=self.stall_p * scale, stall_consumer=self.stall_c * scale,
+            barrier_cycles=self.barrier * scale, events=self.env.scheduled, transfers=round(transfers),
             mean_latency=self.latency_sum / self.transfers if self.transfers else 0.0,
-            mean_in_flight=self.area / end if end else 0.0,
-            throughput=self.transfers / end if end else 0.0, trace=self.trace)
+            mean_in_flight=self.area / self.env.now if self.env.now else 0.0,
+            throughput=self.transfers / self.env.now if self.env.now else 0.0,
+            extrapolated=scale > 1, trace=self.trace)
 
 
-def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False) -> Outcome:
-    """Run the kernel's work on one CU of `m` with configuration `cfg`."""
-    return Model(m, work, cfg, mode, trace).run()
+def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
+             exact: bool = False, max_occupancy: int = 0) -> Outcome:
+    """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
+    `max_occupancy` work-groups at once when given)."""
+    return Model(m, work, cfg, mode, trace, max_occupancy).run(exact or trace)
