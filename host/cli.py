@@ -17,7 +17,7 @@ from rich.table import Table
 from quco.emulator.faults import ElfError, Fault
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import profile, reference
+from quco.host import cli_perf, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
 
@@ -68,9 +68,12 @@ def cmd_launch(args) -> int:
         dev = _device(gpu, args.firmware, profile=profile, clock_mhz=args.clock, count_memory=args.cycles)
         res = dev.launch(kernel)
         boot = dev.boot_step.instructions
+    model = cli_perf.model_launch(kernel, gpu, res, args.model_trace) if (args.model or args.model_trace) and res.ok else None
     if args.json:
         doc = {"kernel": kernel.name, "gpu": gpu, "engine": "reference" if args.reference else "firmware",
                "boot_instructions": boot, **res.as_dict()}
+        if model is not None:
+            doc["model"] = model
         print(json.dumps(doc, indent=2))
     elif res.ok:
         engine = "reference model" if args.reference else "firmware"
@@ -86,6 +89,15 @@ def cmd_launch(args) -> int:
             energy = f", {c.energy_nj:.2f} nJ" if c.energy_nj is not None else ""
             out.print(f"modelled ({dev.profile.name}): {c.cycles:,} cycles = {c.ns:,.0f} ns at "
                       f"{args.clock:g} MHz{energy} (boot {dev.boot_cost.cycles:,} cycles)")
+        if model is not None:
+            line = (f"kernel on the model: {model['cycles']:,.0f} GPU cycles = {model['ns'] / 1000:,.1f} us at "
+                    f"{model['clock_mhz']:g} MHz; {model['occupancy']} work-groups per CU at once, "
+                    f"DRAM {model['dram_gbps']:,.1f} GB/s, compute {100 * model['compute_util']:.0f}%")
+            if res.cost and res.cost.ns is not None:
+                line += f"; reconfiguration = {100 * res.cost.ns / model['ns']:.3f}% of the kernel"
+            out.print(line, markup=False, highlight=False)
+            if args.model_trace:
+                out.print(f"wrote {args.model_trace} (open in https://ui.perfetto.dev)", markup=False)
     if not res.ok:
         err.print(f"error: {kernel.name} on {gpu}: {res.message}")
         return EXIT_STATUS
@@ -199,6 +211,9 @@ def parser() -> argparse.ArgumentParser:
                    help="model cycles, latency and energy (default profile cv32e40p)")
     p.add_argument("--profile", help="timing profile: cv32e40p, ipc1 or a TOML file (implies cycles)")
     p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
+    p.add_argument("--model", action="store_true",
+                   help="add the kernel's modelled run time with this configuration (quco.perfmodel)")
+    p.add_argument("--model-trace", metavar="FILE", help="with --model: one CU's timeline as a Chrome trace")
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser("profile", help="cycles and instructions per firmware function for one launch")
     p.add_argument("kernel")
@@ -223,6 +238,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="pack: where to write the 256-byte table")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gst)
+    cli_perf.add_parsers(sub)
     return ap
 
 

@@ -56,9 +56,10 @@ class Ranked:
 
 
 def rank(m: Machine, work: Work, configs, mode: str = "att") -> list[Ranked]:
-    """Configurations by modelled cycles, fastest first (ties: smaller tile, fewer slots)."""
+    """Configurations by modelled cycles, fastest first. Exact ties (common once a kernel
+    saturates DRAM) go to the larger tile (fewer descriptors), then to fewer slots (less LDS)."""
     scored = [Ranked(c, evaluate(m, work, c, mode)) for c in configs]
-    scored.sort(key=lambda r: (r.outcome.cycles, r.config.tile, r.config.slots))
+    scored.sort(key=lambda r: (r.outcome.cycles, -r.config.tile, sum(r.config.slots), r.config.slots))
     return scored
 
 

@@ -1,0 +1,197 @@
+"""quco-emu search and evaluate, and launch --model: the performance model (quco.perfmodel)
+from the command line. host/cli.py registers these commands and maps errors to exit codes.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from rich.progress import Progress
+from rich.table import Table
+from rich.text import Text
+
+from quco.gst import tables
+from quco.host.kernel import load_kernel
+from quco.perfmodel import evaluate as ev
+from quco.perfmodel import search
+from quco.perfmodel.params import machine
+from quco.perfmodel.work import Config, Work
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "kernels"
+
+
+def _ui():
+    """The CLI's console and its user-error type (host/cli.py imports this module)."""
+    from quco.host import cli
+    return cli.out, cli.UserError
+
+
+def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
+    return {"tile": cfg.tile, "label": cfg.label(work),
+            "queues": [{"tile": cfg.tile, "slots": s, "type": "stationary" if q.type else "streaming"}
+                       for q, s in zip(work.queues, cfg.slots)],
+            "cycles": cycles, "gap_pct": 100.0 * (cycles / best - 1.0)}
+
+
+def model_of(kernel, gpu: str):
+    g = tables.unpack(tables.load(gpu))
+    return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
+
+
+def cmd_search(args) -> int:
+    out, fail = _ui()
+    kernel = load_kernel(args.kernel)
+    gpu = args.gpu or kernel.gpu or "r9-nano"
+    g, m, work = model_of(kernel, gpu)
+    ranked = search.exhaustive(m, g, work)
+    if not ranked:
+        raise fail(f"{kernel.name} on {gpu}: no tile x slots configuration fits one work-group in the LDS")
+    best = ranked[0].outcome.cycles
+    top = [dict(config_doc(work, r.config, r.outcome.cycles, best), occupancy=r.outcome.occupancy,
+                dram_gbps=r.outcome.dram_gbps, compute_util=r.outcome.compute_util) for r in ranked[:10]]
+    if args.json:
+        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked),
+                          "best": top[0], "top": top}, indent=2))
+        return 0
+    t = Table(title=Text(f"{kernel.name} on {gpu}: {len(ranked)} configurations on the model"),
+              caption="slots: per run of identical queues, in queue order")
+    for col in ("#", "tile / slots", "cycles", "gap", "WGs/CU", "DRAM GB/s", "compute"):
+        t.add_column(col, justify="right")
+    for i, r in enumerate(top):
+        t.add_row(str(i + 1), r["label"], f"{r['cycles']:,.0f}", f"{r['gap_pct']:+.2f}%", str(r["occupancy"]),
+                  f"{r['dram_gbps']:,.1f}", f"{100 * r['compute_util']:.0f}%")
+    out.print(t)
+    return 0
+
+
+# ---------------------------------------------------------------- evaluate
+def _kernel_task(task):
+    gpu, gst, kernel, firmware, ablations = task
+    return ev.kernel_rows(gpu, gst, kernel, firmware, ablations)
+
+
+def _run(tasks, args, fn):
+    from quco.perfmodel import sweep  # imports dask lazily: only a sweep needs it
+    with Progress(transient=True, disable=args.json or not os.isatty(2)) as bar:
+        job = bar.add_task("model", total=len(tasks))
+        return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers,
+                         progress=lambda done, total: bar.update(job, completed=done))
+
+
+def cmd_evaluate(args) -> int:
+    out, fail = _ui()
+    paths = args.kernels or sorted(EXAMPLES.glob("*.json"))
+    kernels = [load_kernel(p) for p in paths]
+    gpus = args.gpu or tables.preset_names()
+    gsts = {gpu: tables.load(gpu) for gpu in gpus}
+    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels]
+    rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
+    best, models = {}, {}
+    for gpu in gpus:
+        g = tables.unpack(gsts[gpu])
+        for k in kernels:
+            models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
+    for r in rows:
+        if r["case"] == "ATT/Fine-Tuned" and r["cycles"]:
+            best[(r["gpu"], r["kernel"])] = (_config(r, models[(r["gpu"], r["kernel"])][1]), r["cycles"])
+    port = ev.portability(best, models) if not args.no_portability else []
+    summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
+               "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
+    if args.out:
+        from quco.perfmodel import sweep
+        sweep.write_table(rows, args.out)
+    if args.plot:
+        from quco.perfmodel import plots
+        Path(args.plot).mkdir(parents=True, exist_ok=True)
+        written = plots.fig6(rows, args.plot) + plots.fig7(rows, args.plot) + (plots.fig1(port, args.plot) if port else [])
+    if args.json:
+        print(json.dumps({"rows": rows, "summary": summary, "portability": port}, indent=2))
+        return 0
+    for gpu in gpus:
+        out.print(_cases_table(gpu, [r for r in rows if r["gpu"] == gpu], summary))
+        if not args.no_ablation:
+            out.print(_ablation_table(gpu, [r for r in rows if r["gpu"] == gpu]))
+    if port:
+        worst = max((p for p in port if p["slowdown"]), key=lambda p: p["slowdown"], default=None)
+        if worst:
+            out.print(Text(f"portability: worst slowdown {worst['slowdown']:.2f}x ({worst['kind']}: "
+                           f"{worst['source']} -> {worst['target']}, {worst['scope']})"))
+    if args.out:
+        out.print(Text(f"wrote {args.out} ({len(rows)} rows)"))
+    if args.plot:
+        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+    return 0
+
+
+def _config(row: dict, work: Work) -> Config:
+    return Config(row["tile"], tuple(int(s) for s in row["slots"].split("/")))
+
+
+def _cases_table(gpu: str, rows: list[dict], summary: dict) -> Table:
+    cases = [c for c in ev.CASES if c != "Ideal"]
+    gap = summary["quco_gap_pct_geomean"].get(gpu)
+    t = Table(title=Text(f"{gpu}: performance normalised to the ideal (1.00 = ideal; Fig. 6)"),
+              caption=f"QuCo vs ATT/Fine-Tuned, geometric mean: {gap:+.2f}%" if gap is not None else None)
+    t.add_column("kernel")
+    for c in cases:
+        t.add_column(c.replace("/", "/\n"), justify="right")
+    t.add_column("QuCo config", justify="right")
+    t.add_column("QuCo gap", justify="right")
+    for k in dict.fromkeys(r["kernel"] for r in rows):
+        by = {r["case"]: r for r in rows if r["kernel"] == k}
+        cells = [f"{by[c]['ideal_cycles'] / by[c]['cycles']:.2f}" if c in by and by[c]["cycles"] else "n/a"
+                 for c in cases]
+        q = by.get("QuCo", {})
+        t.add_row(Text(k), *cells, Text(str(q.get("config"))),
+                  f"{q['vs_fine_pct']:+.1f}%" if q.get("vs_fine_pct") is not None else "n/a")
+    return t
+
+
+def _ablation_table(gpu: str, rows: list[dict]) -> Table:
+    steps = [case for case, _ in ev.ABLATIONS]
+    t = Table(title=Text(f"{gpu}: ablation, cycles over ATT/Fine-Tuned (Fig. 7)"))
+    t.add_column("kernel")
+    for s in steps:
+        t.add_column(s, justify="right")
+    for k in dict.fromkeys(r["kernel"] for r in rows):
+        by = {r["case"]: r for r in rows if r["kernel"] == k}
+        t.add_row(Text(k), *(Text(f"{by[s]['cycles'] / by[s]['fine_cycles']:.3f} ({by[s]['config']})")
+                             if s in by and by[s]["cycles"] else Text("n/a") for s in steps))
+    return t
+
+
+# ---------------------------------------------------------------- launch --model
+def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
+    """The modelled run time of `kernel` with the configuration the unit just wrote."""
+    from quco.perfmodel.sim import simulate
+    from quco.perfmodel.trace import chrome_trace
+    g, m, work = model_of(kernel, gpu)
+    cfg = Config(res.tile, tuple(q.slots for q in res.queues))
+    o = simulate(m, work, cfg, trace=bool(trace_path))
+    if trace_path:
+        doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")
+        from quco.host.atomic import write_text
+        write_text(trace_path, json.dumps(doc))
+    return {"config": cfg.label(work), **o.as_dict(), "clock_mhz": m.clock_mhz}
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("search", help="exhaustive tile x slots search on the performance model")
+    p.add_argument("kernel")
+    p.add_argument("--gpu", help="GST preset or file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("evaluate", help="the paper's cases, ablations and portability on the model")
+    p.add_argument("kernels", nargs="*", help="kernel.json files (default: the bundled examples)")
+    p.add_argument("--gpu", action="append", help="GST preset or file; repeat for several (default: every preset)")
+    p.add_argument("--firmware")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="DIR", help="write PNG and SVG figures (Fig. 6, 7, 1 analogues) here")
+    p.add_argument("--out", metavar="FILE", help="tidy table of every row: .csv or .parquet")
+    p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port); default: local processes")
+    p.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
+    p.add_argument("--no-ablation", action="store_true", help="skip the ablation steps")
+    p.add_argument("--no-portability", action="store_true", help="skip the portability matrices")
+    p.set_defaults(func=cmd_evaluate)
