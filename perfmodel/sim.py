@@ -289,7 +289,9 @@ class Model:
             self.env.process(self._resident(slot, n))
         self.env.run()
         self._flight(0)
-        end = max(self.env.now, self.pipe_free)
+        # done when the last work-group is and its results are written (pending slot
+        # releases after the last tile do not count)
+        end = max(max(self.finished.values()), self.pipe_free)
         scale = self.wgs / sum(share)
         if skipped:  # the skipped full rounds, at the steady per-round time (away from both ends)
             per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
