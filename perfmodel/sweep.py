@@ -102,8 +102,10 @@ def _dask_client(scheduler, workers: int | None):
         yield scheduler  # the caller's Client: theirs to close
         return
     if scheduler == "local-dask":
+        # ":0": any free port; the scheduler serves HTTP even without a dashboard, and
+        # its default 8787 may be taken by another cluster
         with LocalCluster(processes=True, n_workers=workers or 2, threads_per_worker=1,
-                          dashboard_address=None) as cluster, \
+                          dashboard_address=":0") as cluster, \
                 Client(cluster, set_as_default=False) as client:
             yield client
         return
