@@ -148,10 +148,10 @@ def atomic_path(path):
         yield tmp
         os.replace(tmp, path)
     except OSError as e:
-        # name the file the caller asked for, not our temporary one; OSError(errno, ...)
-        # gives the same subclass back (FileNotFoundError, IsADirectoryError, ...)
-        if e.errno is None:
-            raise OSError(f"cannot write {path}: {e}") from e
+        # an error about our temporary file names the file the caller asked for instead;
+        # OSError(errno, ...) gives the same subclass back (IsADirectoryError, ...)
+        if str(tmp) not in (str(e.filename), str(e.filename2)):
+            raise
         raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from e
     finally:
         with contextlib.suppress(FileNotFoundError):
