@@ -1,0 +1,174 @@
+"""The paper's figures from the performance model's rows, as PNG and SVG files.
+
+    fig6(rows, "out/")   # performance of each case normalised to the ideal, per GPU and kernel
+    fig7(rows, "out/")   # ablation: QuCo without its parts, normalised to Fine-Tuned
+    fig1(rows, "out/")   # portability: a best configuration moved to another GPU or kernel
+
+Each writes <name>.png and <name>.svg into the folder (created if missing), atomically,
+and returns the two paths. Output is deterministic: the same rows give the same bytes.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib import colormaps, rc_context
+# The Agg canvas, attached to each Figure: no pyplot, so no global backend or figure
+# registry is touched and nothing is ever shown (safe in a CLI or a Dask worker).
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from quco.perfmodel.sweep import atomic_path
+
+FIG6_CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
+              "ATT/Fine-Tuned", "QuCo")
+FIG7_CASES = ("QuCo", "QuCo -CU", "QuCo -CU -Little", "QuCo -CU -Little -CI")
+GEOMEAN = "geomean"
+# svg.fonttype none: text stays text (searchable, smaller); a fixed hash salt and no date
+# make the SVG bytes repeatable.
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "quco", "font.size": 9}
+DPI = 150
+HEAT = colormaps["YlOrRd"].with_extremes(bad="0.88")  # grey: does not fit, or not measured
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, out_dir, stem: str) -> list[Path]:
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OSError(e.errno, f"cannot create the figure folder {out}: {e.strerror}") from e
+    png, svg = out / f"{stem}.png", out / f"{stem}.svg"
+    # both rendered before either replaces an old file
+    with atomic_path(png) as tmp_png, atomic_path(svg) as tmp_svg:
+        fig.savefig(tmp_png, format="png", dpi=DPI)
+        fig.savefig(tmp_svg, format="svg", metadata={"Date": None})
+    return [png, svg]
+
+
+# ---------------------------------------------------------------- grouped bars
+def _normalised(rows: list[dict], cases: tuple, reference_key: str) -> dict:
+    """{gpu: {(kernel, case): reference / cycles}}, first-seen order; rows without cycles
+    (a configuration that does not fit) are left out, not drawn as zero."""
+    if not rows:
+        raise ValueError("no rows to plot")
+    out: dict[str, dict] = {}
+    for r in rows:
+        if r["case"] not in cases:
+            raise ValueError(f"unknown case {r['case']!r}; expected one of: {', '.join(cases)}")
+        cell = out.setdefault(r["gpu"], {})
+        key = (r["kernel"], r["case"])
+        if key in cell:
+            raise ValueError(f"two rows for {r['gpu']} / {r['kernel']} / {r['case']}")
+        if r.get("cycles") and r.get(reference_key):
+            cell[key] = r[reference_key] / r["cycles"]
+    return out
+
+
+def _with_geomean(values: dict, cases: tuple) -> tuple[list[str], dict]:
+    """The kernels plus a geomean group: per case, over the kernels that have the case."""
+    kernels = list(dict.fromkeys(k for k, _ in values))
+    extra = {}
+    for case in cases:
+        ys = [v for (k, c), v in values.items() if c == case]
+        if ys:
+            extra[(GEOMEAN, case)] = math.exp(sum(math.log(y) for y in ys) / len(ys))
+    return kernels + [GEOMEAN], {**values, **extra}
+
+
+def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: str) -> list[Path]:
+    per_gpu = _normalised(rows, cases, reference_key)
+    colours = {c: f"C{i}" for i, c in enumerate(cases)}
+    width = 0.8 / len(cases)
+    n_groups = max(len({k for k, _ in v}) for v in per_gpu.values()) + 1
+    with rc_context(STYLE):
+        fig = _figure(max(6.0, 0.25 * len(cases) * n_groups + 2), 2.8 * len(per_gpu))
+        axes = fig.subplots(len(per_gpu), 1, squeeze=False)[:, 0]
+        for ax, (gpu, values) in zip(axes, per_gpu.items()):
+            groups, values = _with_geomean(values, cases)
+            for i, case in enumerate(cases):
+                at = [(g, values[(k, case)]) for g, k in enumerate(groups) if (k, case) in values]
+                if at:
+                    ax.bar([g + (i - (len(cases) - 1) / 2) * width for g, _ in at], [y for _, y in at],
+                           width, color=colours[case])
+            ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+            ax.axvline(len(groups) - 1.5, color="0.7", linewidth=0.8)  # kernels | geomean
+            ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
+            ax.set_ylabel(ylabel)
+            ax.set_title(gpu)
+        used = [c for c in cases if any(c == case for v in per_gpu.values() for _, case in v)]
+        fig.legend(handles=[Patch(color=colours[c], label=c) for c in used], loc="outside upper center",
+                   ncols=min(len(used), 3), frameon=False)
+        return _save(fig, out_dir, stem)
+
+
+def fig6(rows: list[dict], out_dir) -> list[Path]:
+    """Fig. 6 analogue. Rows: gpu, kernel, case (FIG6_CASES), cycles, ideal_cycles;
+    bar = ideal_cycles / cycles (1.0 = the ideal, higher is better)."""
+    return _bars(rows, FIG6_CASES, "ideal_cycles", "performance / ideal", out_dir, "fig6")
+
+
+def fig7(rows: list[dict], out_dir) -> list[Path]:
+    """Fig. 7 analogue (ablation). Rows: gpu, kernel, case (FIG7_CASES), cycles,
+    fine_cycles; bar = fine_cycles / cycles (1.0 = ATT/Fine-Tuned)."""
+    return _bars(rows, FIG7_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig7")
+
+
+# ---------------------------------------------------------------- heat maps
+def _panels(rows: list[dict]) -> dict:
+    """{(kind, scope): {(source, target): slowdown or None}}, first-seen order."""
+    if not rows:
+        raise ValueError("no rows to plot")
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        if r["kind"] not in ("gpu", "kernel"):
+            raise ValueError(f"kind {r['kind']!r}: expected 'gpu' or 'kernel'")
+        out.setdefault((r["kind"], r["scope"]), {})[(r["source"], r["target"])] = r["slowdown"]
+    return out
+
+
+def fig1(rows: list[dict], out_dir) -> list[Path]:
+    """Fig. 1 analogue: one heat map per (kind, scope). Rows: kind ("gpu": configurations
+    moved between GPUs for kernel `scope`; "kernel": between kernels on GPU `scope`),
+    source, target, slowdown (target cycles of the source's best / the target's best;
+    None: it does not fit, shown "n/a")."""
+    panels = _panels(rows)
+    finite = [v for p in panels.values() for v in p.values() if v is not None]
+    top = max(finite + [1.0])
+    vmax = top if top > 1.0 else 1.01  # a colour scale needs some range
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    side = max(len({n for pair in p for n in pair}) for p in panels.values())
+    with rc_context(STYLE):
+        fig = _figure(ncols * (0.7 * side + 2.2), nrows * (0.6 * side + 1.8))
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        image = None
+        for ax, ((kind, scope), cells) in zip(axes, panels.items()):
+            sources = list(dict.fromkeys(s for s, _ in cells))
+            targets = list(dict.fromkeys(t for _, t in cells))
+            grid = np.full((len(sources), len(targets)), np.nan)
+            for (s, t), v in cells.items():
+                if v is not None:
+                    grid[sources.index(s), targets.index(t)] = v
+            image = ax.imshow(np.ma.masked_invalid(grid), cmap=HEAT, vmin=1.0, vmax=vmax, aspect="auto")
+            for (s, t), v in cells.items():
+                dark = v is not None and (v - 1.0) / (vmax - 1.0) > 0.6
+                ax.text(targets.index(t), sources.index(s), "n/a" if v is None else f"{v:.2f}",
+                        ha="center", va="center", color="white" if dark else "black")
+            ax.set_xticks(range(len(targets)), targets, rotation=30, ha="right")
+            ax.set_yticks(range(len(sources)), sources)
+            noun = "GPU" if kind == "gpu" else "kernel"
+            ax.set_xlabel(f"run on {noun}")
+            ax.set_ylabel(f"best configuration of {noun}")
+            ax.set_title(f"{scope}: across {noun}s")
+        for ax in axes[len(panels):]:
+            ax.set_axis_off()
+        fig.colorbar(image, ax=list(axes[:len(panels)]), label="slowdown vs the target's best", shrink=0.8)
+        return _save(fig, out_dir, "fig1")

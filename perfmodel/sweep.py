@@ -1,0 +1,280 @@
+"""Fan-out of independent, pure evaluations, and the tidy tables they produce.
+
+    tasks = make_tasks(g, {"dram_bw_mbps": [256000, 512000]}, kernels)
+    rows = [row for rows in run(sweep_task, tasks, scheduler="tcp://host:8786") for row in rows]
+    write_table(rows, "sweep.csv")
+
+`run` keeps task order whatever runs the tasks: this process (workers=1), a local
+process pool, or a Dask cluster (its workers need this package installed). Every task
+is a pure function of its arguments, so all three give the same rows.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import itertools
+import math
+import multiprocessing
+import os
+import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import NamedTuple
+
+from quco.gst import abi, tables
+from quco.host import reference
+from quco.perfmodel import params, search
+from quco.perfmodel.work import Config, Work
+
+CONNECT_TIMEOUT_S = 3        # an unreachable scheduler fails in this time, not never
+CHUNKS_PER_WORKER = 4        # enough chunks to balance uneven tasks across workers
+MAX_CHUNK = 64               # tasks take 1-50 ms: 64 of them amortise a round trip, and
+                             # progress still moves every few seconds
+
+
+class SweepError(Exception):
+    """A sweep that cannot run (scheduler, output format) or a task that failed."""
+
+
+# ---------------------------------------------------------------- running tasks
+def _apply_chunk(fn, chunk: list) -> list:
+    return [fn(t) for t in chunk]
+
+
+def chunk_size(n_tasks: int, workers: int) -> int:
+    return max(1, min(MAX_CHUNK, math.ceil(n_tasks / (workers * CHUNKS_PER_WORKER))))
+
+
+def _chunks(tasks: list, size: int) -> list[list]:
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None) -> list:
+    """[fn(t) for t in tasks], in task order. `fn` must be a picklable top-level function.
+
+    scheduler: None (a local process pool of `workers`, default os.cpu_count(); workers=1
+    runs here without a pool), "tcp://host:port" (a Dask scheduler), "local-dask" (a Dask
+    LocalCluster of `workers` processes, default 2, for this call) or a dask Client.
+    progress: optional callback(done, total)."""
+    tasks = list(tasks)
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    report = progress or (lambda done, total: None)
+    if scheduler is None:
+        if (workers or os.cpu_count() or 1) == 1 or len(tasks) <= 1:
+            out = []
+            for t in tasks:
+                out.append(fn(t))
+                report(len(out), len(tasks))
+            return out
+        return _run_pool(fn, tasks, workers or os.cpu_count(), report)
+    with _dask_client(scheduler, workers) as client:
+        return _run_dask(client, fn, tasks, report)
+
+
+def _run_pool(fn, tasks: list, workers: int, report) -> list:
+    chunks = _chunks(tasks, chunk_size(len(tasks), workers))
+    results: list = [None] * len(chunks)
+    done = 0
+    # forkserver: forking a process that runs threads (a Dask client, a progress bar) can
+    # deadlock the child; the pool's workers fork from a clean server process instead.
+    ctx = multiprocessing.get_context("forkserver")
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx)
+    try:
+        index = {pool.submit(_apply_chunk, fn, c): i for i, c in enumerate(chunks)}
+        for fut in as_completed(index):
+            results[index[fut]] = fut.result()
+            done += len(chunks[index[fut]])
+            report(done, len(tasks))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [r for chunk in results for r in chunk]
+
+
+@contextlib.contextmanager
+def _dask_client(scheduler, workers: int | None):
+    """A Client for `scheduler`; one this call opened is closed afterwards."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise SweepError(f"a Dask scheduler needs dask[distributed]: pip install 'dask[distributed]' ({e})") from e
+    if not isinstance(scheduler, str):
+        yield scheduler  # the caller's Client: theirs to close
+        return
+    if scheduler == "local-dask":
+        # ":0": any free port; the scheduler serves HTTP even without a dashboard, and
+        # its default 8787 may be taken by another cluster
+        with LocalCluster(processes=True, n_workers=workers or 2, threads_per_worker=1,
+                          dashboard_address=":0") as cluster, \
+                Client(cluster, set_as_default=False) as client:
+            yield client
+        return
+    try:
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, ValueError, TypeError) as e:
+        raise SweepError(f"cannot reach Dask scheduler {scheduler}: {e}") from e
+    with client:
+        yield client
+
+
+def _run_dask(client, fn, tasks: list, report) -> list:
+    from distributed import as_completed as dask_completed
+    slots = sum(client.nthreads().values()) or 1
+    chunks = _chunks(tasks, chunk_size(len(tasks), slots))
+    if not chunks:
+        return []
+    futures = client.map(_apply_chunk, [fn] * len(chunks), chunks, pure=True)
+    size = {f.key: len(c) for f, c in zip(futures, chunks)}
+    done = 0
+    try:
+        for fut in dask_completed(futures, loop=client.loop):
+            done += size[fut.key]
+            report(done, len(tasks))
+        results = client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return [r for chunk in results for r in chunk]
+
+
+# ---------------------------------------------------------------- writing tables
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path next to `path`; on success it replaces `path` in one step,
+    on failure it is removed, so `path` is either the old file or the new one, whole."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as e:
+        # an error about our temporary file names the file the caller asked for instead;
+        # OSError(errno, ...) gives the same subclass back (IsADirectoryError, ...)
+        if str(tmp) not in (str(e.filename), str(e.filename2)):
+            raise
+        raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from e
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def columns(rows: list[dict]) -> list[str]:
+    """Union of the rows' keys in first-seen order."""
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+def write_table(rows: list[dict], path) -> Path:
+    """A tidy table: Parquet when `path` ends in .parquet (needs pyarrow), CSV otherwise."""
+    path = Path(path)
+    cols = columns(rows)
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise SweepError(f"{path}: writing Parquet needs pyarrow (pip install pyarrow); "
+                             "or write a .csv file") from None
+        table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp)
+        return path
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=cols)
+            writer.writeheader()
+            writer.writerows(rows)
+    return path
+
+
+# ---------------------------------------------------------------- GST variants
+_FIELDS = {f.name: f for f in abi.GST_CHECKED}
+
+
+def _check_variant(values: dict, overrides: dict) -> None:
+    """reference.check_gst (the firmware's own boot checks) on the packed variant, its
+    answer turned into a message naming the field, the value and what is allowed."""
+    try:
+        reference.check_gst(tables.pack(values))
+    except reference.ConfigError as e:
+        name = next((f.name for f in abi.GST.fields if abi.GST.offset(f.name) == e.detail), "?")
+        f = _FIELDS.get(name)
+        extra = f", and at least min_tile_elems = {values['min_tile_elems']}" if name == "max_tile_elems" else ""
+        allowed = f"{f.lo}..{f.hi} ({f.doc}{extra})" if f else "a valid GST"
+        raise ValueError(f"GST variant {overrides}: {name} = {values.get(name)} is not allowed: "
+                         f"{e.status.name}, allowed {allowed}") from None
+
+
+def gst_variants(g: dict, vary: dict[str, list]) -> list[tuple[dict, dict]]:
+    """The cartesian product of GST field overrides: [(overrides, GST fields)], in the
+    order of `vary`'s fields and values. Names and values are checked as the unit checks
+    them at boot; a bad one raises ValueError naming the field, the value and the range."""
+    for name, values in vary.items():
+        f = _FIELDS.get(name)
+        if f is None:
+            raise ValueError(f"unknown GST field {name!r}; fields that can vary: {', '.join(_FIELDS)}")
+        if not values:
+            raise ValueError(f"{name}: no values to try")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"{name} = {v!r}: expected an integer in {f.lo}..{f.hi} ({f.doc})")
+            if not f.lo <= v <= f.hi:
+                raise ValueError(f"{name} = {v}: out of range {f.lo}..{f.hi} ({f.doc})")
+    out = []
+    for combo in itertools.product(*vary.values()):
+        overrides = dict(zip(vary, combo))
+        values = {**g, **overrides}
+        _check_variant(values, overrides)
+        out.append((overrides, values))
+    return out
+
+
+# ---------------------------------------------------------------- one sweep task
+class SweepTask(NamedTuple):
+    gst: dict          # GST fields (quco.gst.tables.unpack, possibly with overrides)
+    overrides: dict    # the fields this variant changed, for the row
+    work: Work         # the kernel as the model sees it
+    record: bytes      # the kernel's launch record (Kernel.record()), what the unit reads
+
+
+def make_tasks(g: dict, vary: dict[str, list], kernels) -> list[SweepTask]:
+    """One task per GST variant x kernel (quco.host.kernel.Kernel), variants outermost."""
+    return [SweepTask(values, overrides, Work.of(k), k.record())
+            for overrides, values in gst_variants(g, vary) for k in kernels]
+
+
+def gpu_name(g: dict) -> str:
+    name = g["name"]
+    return name.split(b"\0", 1)[0].decode("ascii", "replace") if isinstance(name, bytes) else str(name)
+
+
+def sweep_task(task) -> list[dict]:
+    """QuCo's configuration (the reference model) and the exhaustive best on the model,
+    for one GST variant and kernel: one tidy row. A model error names the task."""
+    g, overrides, work, record = task
+    try:
+        return [_sweep_row(g, overrides, work, record)]
+    except Exception as e:
+        raise SweepError(f"{gpu_name(g)} x {work.name} {overrides}: {type(e).__name__}: {e}") from e
+
+
+def _sweep_row(g: dict, overrides: dict, work: Work, record: bytes) -> dict:
+    h = abi.LAUNCH_HEADER.unpack(record)
+    m = params.machine(g, h["core_clock_mhz"], h["active_cus"], h["lds_bytes"])
+    row = {"gpu": gpu_name(g), "kernel": work.name, **overrides}
+    res = reference.configure(tables.pack(g), record)
+    quco = quco_cycles = None
+    if res.status == abi.Status.OK:
+        quco = Config(res.tile, tuple(res.slots))
+        quco_cycles = search.evaluate(m, work, quco).cycles
+    ranked = search.exhaustive(m, g, work)
+    best = ranked[0] if ranked else None
+    ideal = search.ideal(g, work, h["core_clock_mhz"], h["active_cus"]) if search.tiles(g) else None
+    row.update(
+        quco_status=abi.STATUS_TEXT[res.status],
+        quco_config=quco.label(work) if quco else None,
+        quco_cycles=quco_cycles,
+        best_config=best.config.label(work) if best else None,
+        best_cycles=best.outcome.cycles if best else None,
+        gap_pct=100.0 * (quco_cycles / best.outcome.cycles - 1.0) if quco and best else None,
+        ideal_cycles=ideal.outcome.cycles if ideal else None)
+    return row
