@@ -105,7 +105,10 @@ def cmd_evaluate(args) -> int:
     if args.plot:
         from quco.perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
-        written = plots.fig6(rows, args.plot) + plots.fig7(rows, args.plot) + (plots.fig1(port, args.plot) if port else [])
+        written = plots.fig6([r for r in rows if r["case"] in plots.FIG6_CASES], args.plot)
+        if not args.no_ablation:
+            written += plots.fig7([r for r in rows if r["case"] in plots.FIG7_CASES], args.plot)
+        written += plots.fig1(port, args.plot) if port else []
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary, "portability": port}, indent=2))
         return 0
