@@ -1,0 +1,76 @@
+"""quco-emu search / evaluate / launch --model: output shapes and agreement with the model."""
+import csv
+import json
+
+import pytest
+
+from conftest import EXAMPLES_DIR, MM_KERNEL
+from quco.gst import tables
+from quco.host.cli import main
+from quco.host.kernel import load_kernel
+from quco.perfmodel import search
+from quco.perfmodel.params import machine
+from quco.perfmodel.work import Work
+
+DOT = EXAMPLES_DIR / "dot-product.json"
+
+
+def run_json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_search_json_best_is_the_fastest_of_the_top_ten(capsys):
+    doc = run_json(capsys, "search", str(MM_KERNEL), "--gpu", "r9-nano", "--json")
+    top = doc["top"]
+    assert doc["best"] == top[0] and len(top) == 10
+    assert [t["cycles"] for t in top] == sorted(t["cycles"] for t in top)
+    assert top[0]["gap_pct"] == 0 and all(t["gap_pct"] >= 0 for t in top)
+    assert [q["type"] for q in top[0]["queues"]] == ["streaming"] * 8 + ["stationary"]
+    assert all(q["tile"] == top[0]["tile"] for q in top[0]["queues"])
+    # the evaluated count is the space that fits, counted independently
+    g = tables.unpack(tables.load("r9-nano"))
+    work = Work.of(load_kernel(MM_KERNEL))
+    assert doc["evaluated"] == len(search.candidates(work, machine(g), search.tiles(g), range(1, 9)))
+
+
+def test_launch_model_reports_the_run_time_of_the_firmware_configuration(capsys, tmp_path):
+    trace = tmp_path / "cu.json"
+    doc = run_json(capsys, "launch", str(DOT), "--json", "--model", "--model-trace", str(trace))
+    model = doc["model"]
+    assert model["config"] == f"{doc['tile']} / {doc['queues'][0]['slots']}"
+    assert model["cycles"] > 0 and model["ns"] == pytest.approx(model["cycles"] * 1000 / model["clock_mhz"])
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" and e["name"].startswith("compute") for e in events)
+
+
+def test_evaluate_one_kernel_gives_every_case_and_writes_a_table(capsys, tmp_path):
+    out = tmp_path / "rows.csv"
+    doc = run_json(capsys, "evaluate", str(DOT), "--gpu", "r9-nano", "--workers", "1", "--json",
+                   "--no-portability", "--out", str(out))
+    cases = [r["case"] for r in doc["rows"]]
+    assert cases == ["NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
+                     "ATT/Fine-Tuned", "Ideal", "QuCo", "QuCo -CU", "QuCo -CU -Little", "QuCo -CU -Little -CI"]
+    by = {r["case"]: r for r in doc["rows"]}
+    fine = by["ATT/Fine-Tuned"]["cycles"]
+    # Fine-Tuned is the best of the searched space, which holds Informed- and Non-Tuned and QuCo
+    for case in ("ATT/Non-Tuned", "ATT/Informed-Tuned", "QuCo"):
+        assert by[case]["cycles"] >= fine
+    assert by["Ideal"]["cycles"] <= fine
+    # QuCo's row is the firmware's own configuration
+    launched = run_json(capsys, "launch", str(DOT), "--json")
+    assert by["QuCo"]["tile"] == launched["tile"]
+    gap = 100 * (by["QuCo"]["cycles"] / fine - 1)
+    assert doc["summary"]["quco_gap_pct_geomean"]["r9-nano"] == pytest.approx(gap)
+    with open(out, newline="") as f:
+        assert [r["case"] for r in csv.DictReader(f)] == cases
+
+
+def test_evaluate_plots_and_portability(capsys, tmp_path):
+    doc = run_json(capsys, "evaluate", str(DOT), str(EXAMPLES_DIR / "elementwise-k.json"), "--gpu", "r9-nano",
+                   "--gpu", "mi100", "--workers", "1", "--json", "--no-ablation", "--plot", str(tmp_path))
+    port = doc["portability"]
+    diagonal = [p["slowdown"] for p in port if p["source"] == p["target"]]
+    assert diagonal and all(s == pytest.approx(1.0) for s in diagonal)
+    assert all(p["slowdown"] is None or p["slowdown"] >= 1 - 1e-9 for p in port)
+    assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1.png", "fig1.svg"}
