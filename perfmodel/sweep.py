@@ -27,6 +27,7 @@ from quco.perfmodel import params, search
 from quco.perfmodel.work import Config, Work
 
 CONNECT_TIMEOUT_S = 3        # an unreachable scheduler fails in this time, not never
+WORKER_WAIT_S = 60           # a scheduler without workers: wait this long for one to join
 CHUNKS_PER_WORKER = 8        # chunks per worker: the last one left running is short
 MAX_CHUNK = 64               # tasks of 1-50 ms: 64 of them amortise a round trip (~1 ms),
                              # and progress still moves every few seconds
@@ -122,7 +123,13 @@ def _dask_client(scheduler, workers: int | None):
 
 def _run_dask(client, fn, tasks: list, report, chunk: int | None) -> list:
     from distributed import as_completed as dask_completed
-    slots = sum(client.nthreads().values()) or 1
+    if not client.nthreads():  # tasks would wait forever
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError as e:
+            raise SweepError(f"no Dask worker joined scheduler {client.scheduler.address} "
+                             f"in {WORKER_WAIT_S} s") from e
+    slots = sum(client.nthreads().values())
     chunks = _chunks(tasks, chunk or chunk_size(len(tasks), slots))
     if not chunks:
         return []

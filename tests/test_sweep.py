@@ -124,6 +124,13 @@ def test_unreachable_scheduler_fails_fast():
     assert time.monotonic() - t0 < sweep.CONNECT_TIMEOUT_S + 5
 
 
+def test_a_scheduler_without_workers_fails_after_the_wait(monkeypatch):
+    monkeypatch.setattr(sweep, "WORKER_WAIT_S", 1)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty:
+        with pytest.raises(SweepError, match=f"no Dask worker joined scheduler {empty.scheduler_address} in 1 s"):
+            run(operator.neg, [1, 2], scheduler=empty.scheduler_address)
+
+
 # ---------------------------------------------------------------- tables
 ROWS = [{"gpu": "R9 Nano", "kernel": "a", "cycles": 1.5},
         {"gpu": "MI100", "kernel": "b", "cycles": 2, "gap_pct": None, "note": "x,y"}]
