@@ -27,9 +27,10 @@ from quco.perfmodel import params, search
 from quco.perfmodel.work import Config, Work
 
 CONNECT_TIMEOUT_S = 3        # an unreachable scheduler fails in this time, not never
-CHUNKS_PER_WORKER = 4        # enough chunks to balance uneven tasks across workers
-MAX_CHUNK = 64               # tasks take 1-50 ms: 64 of them amortise a round trip, and
-                             # progress still moves every few seconds
+WORKER_WAIT_S = 60           # a scheduler without workers: wait this long for one to join
+CHUNKS_PER_WORKER = 8        # chunks per worker: the last one left running is short
+MAX_CHUNK = 64               # tasks of 1-50 ms: 64 of them amortise a round trip (~1 ms),
+                             # and progress still moves every few seconds
 
 
 class SweepError(Exception):
@@ -49,16 +50,19 @@ def _chunks(tasks: list, size: int) -> list[list]:
     return [tasks[i:i + size] for i in range(0, len(tasks), size)]
 
 
-def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None) -> list:
+def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None,
+        chunk: int | None = None) -> list:
     """[fn(t) for t in tasks], in task order. `fn` must be a picklable top-level function.
 
     scheduler: None (a local process pool of `workers`, default os.cpu_count(); workers=1
     runs here without a pool), "tcp://host:port" (a Dask scheduler), "local-dask" (a Dask
     LocalCluster of `workers` processes, default 2, for this call) or a dask Client.
-    progress: optional callback(done, total)."""
+    progress: optional callback(done, total). chunk: tasks per round trip (default from
+    the task and worker counts; 1 suits tasks of a second or more)."""
     tasks = list(tasks)
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+    for name, v in (("workers", workers), ("chunk", chunk)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name} must be at least 1, got {v}")
     report = progress or (lambda done, total: None)
     if scheduler is None:
         if (workers or os.cpu_count() or 1) == 1 or len(tasks) <= 1:
@@ -67,13 +71,13 @@ def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None) ->
                 out.append(fn(t))
                 report(len(out), len(tasks))
             return out
-        return _run_pool(fn, tasks, workers or os.cpu_count(), report)
+        return _run_pool(fn, tasks, workers or os.cpu_count(), report, chunk)
     with _dask_client(scheduler, workers) as client:
-        return _run_dask(client, fn, tasks, report)
+        return _run_dask(client, fn, tasks, report, chunk)
 
 
-def _run_pool(fn, tasks: list, workers: int, report) -> list:
-    chunks = _chunks(tasks, chunk_size(len(tasks), workers))
+def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
+    chunks = _chunks(tasks, chunk or chunk_size(len(tasks), workers))
     results: list = [None] * len(chunks)
     done = 0
     # forkserver: forking a process that runs threads (a Dask client, a progress bar) can
@@ -117,10 +121,16 @@ def _dask_client(scheduler, workers: int | None):
         yield client
 
 
-def _run_dask(client, fn, tasks: list, report) -> list:
+def _run_dask(client, fn, tasks: list, report, chunk: int | None) -> list:
     from distributed import as_completed as dask_completed
-    slots = sum(client.nthreads().values()) or 1
-    chunks = _chunks(tasks, chunk_size(len(tasks), slots))
+    if not client.nthreads():  # tasks would wait forever
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError as e:
+            raise SweepError(f"no Dask worker joined scheduler {client.scheduler.address} "
+                             f"in {WORKER_WAIT_S} s") from e
+    slots = sum(client.nthreads().values())
+    chunks = _chunks(tasks, chunk or chunk_size(len(tasks), slots))
     if not chunks:
         return []
     futures = client.map(_apply_chunk, [fn] * len(chunks), chunks, pure=True)

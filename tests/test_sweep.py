@@ -94,15 +94,22 @@ def slow_start(i: int) -> int:
     return -i
 
 
-@pytest.mark.parametrize("how", ["in-process", "pool", "dask", "local-dask"])
+@pytest.mark.parametrize("how", ["in-process", "pool", "pool-chunk-1", "dask", "local-dask"])
 def test_results_keep_task_order_and_progress_counts_up(how, cluster):
-    n = 200  # chunks of 25 (2 workers x 4 chunks each)
+    n = 200  # chunks of 13 (2 workers x 8 chunks each)
     calls = []
-    kw = {"in-process": dict(workers=1), "pool": dict(workers=2), "local-dask": dict(scheduler="local-dask"),
+    kw = {"in-process": dict(workers=1), "pool": dict(workers=2), "pool-chunk-1": dict(workers=2, chunk=1),
+          "local-dask": dict(scheduler="local-dask"),
           "dask": dict(scheduler=cluster.scheduler_address)}[how]
     assert run(slow_start, range(n), progress=lambda d, t: calls.append((d, t)), **kw) == [-i for i in range(n)]
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[-1] == n and {t for _, t in calls} == {n}
+
+
+def test_workers_and_chunk_must_be_positive():
+    for kw in (dict(workers=0), dict(chunk=0)):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))} must be at least 1"):
+            run(operator.neg, [1, 2], **kw)
 
 
 def test_a_failing_task_raises_its_error():
@@ -115,6 +122,13 @@ def test_unreachable_scheduler_fails_fast():
     with pytest.raises(SweepError, match="cannot reach Dask scheduler tcp://127.0.0.1:1"):
         run(operator.neg, [1, 2], scheduler="tcp://127.0.0.1:1")
     assert time.monotonic() - t0 < sweep.CONNECT_TIMEOUT_S + 5
+
+
+def test_a_scheduler_without_workers_fails_after_the_wait(monkeypatch):
+    monkeypatch.setattr(sweep, "WORKER_WAIT_S", 1)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty:
+        with pytest.raises(SweepError, match=f"no Dask worker joined scheduler {empty.scheduler_address} in 1 s"):
+            run(operator.neg, [1, 2], scheduler=empty.scheduler_address)
 
 
 # ---------------------------------------------------------------- tables
