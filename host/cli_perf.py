@@ -76,7 +76,7 @@ def _run(tasks, args, fn):
     from quco.perfmodel import sweep  # imports dask lazily: only a sweep needs it
     with Progress(transient=True, disable=args.json or not os.isatty(2)) as bar:
         job = bar.add_task("model", total=len(tasks))
-        return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers,
+        return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
                          progress=lambda done, total: bar.update(job, completed=done))
 
 

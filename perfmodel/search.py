@@ -37,14 +37,15 @@ def tiles(g: dict, lo: int = TILE_RANGE[0], hi: int = TILE_RANGE[1]) -> list[int
 
 
 def candidates(work: Work, m: Machine, tile_list, slot_choices) -> list[Config]:
-    """Every tile x slots-per-run-of-identical-queues that fits one work-group on a CU."""
+    """Every tile x slots-per-run-of-identical-queues that fits one work-group on a CU
+    (LDS, barriers and wavefront slots)."""
     runs = work.runs()
     out = []
     for t in tile_list:
         for choice in itertools.product(slot_choices, repeat=len(runs)):
             slots = tuple(s for (a, n), s in zip(runs, choice) for _ in range(n))
             cfg = Config(t, slots)
-            if fits(work, cfg, m.lds_bytes, m.barrier_limit):
+            if fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1:
                 out.append(cfg)
     return out
 
