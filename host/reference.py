@@ -152,6 +152,7 @@ class Planner:
         self.g, self.q, self.flags, self.trace = g, launch.queues, h["flags"], trace
         self.ci = f32(h["compute_intensity"])
         self.ci_class = ci_class(self.ci, h["ci_class"])
+        self.ci_given = h["ci_class"] != abi.CI_CLASS_NUMBER
         clock = h["core_clock_mhz"] or g["core_clock_mhz"]
         self.clock = clock
         self.cus = h["active_cus"] or g["num_cus"]
