@@ -126,7 +126,9 @@ LAUNCH_HEADER = Struct("launch_header", (
     Field("magic", "u32", 'identifies a launch record: "QLCH"'),
     Field("flags", "u32", "ablation switches, FLAG_*"),
     Field("compute_intensity", "f32", "FLOPs per byte of global traffic", 0.0, 1e6),
-    Field("consumer_wavefronts", "u32", "consumer wavefronts per work-group", 1, 64),
+    Field("consumer_wavefronts", "u16", "consumer wavefronts per work-group (QuCo: 512 work-items = 7)", 1, 64),
+    Field("ci_class", "u8", "CI_CLASS_*: 0 = classify compute_intensity, 1 low, 2 medium, 3 high", 0, 3),
+    Field("reserved", "u8", "zero (ignored)"),
     Field("core_clock_mhz", "u32", "current core clock (DVFS), MHz; 0 = GST clock", 0, 10_000),
     Field("active_cus", "u32", "CUs of this partition; 0 = all", 0, 1024),
     Field("lds_bytes", "u32", "LDS of this partition, bytes; 0 = all", 0, 256 * 1024),
@@ -139,6 +141,10 @@ QUEUE = Struct("queue", (
     Field("reserved", "u16", "zero"),
 ), 8, "one queue of the launch record")
 LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
+
+# The CI class of QuCo's InitQuCo(HIGH, ...): given by the host, or derived from the number.
+CI_CLASS_NUMBER, CI_CLASS_LOW, CI_CLASS_MEDIUM, CI_CLASS_HIGH = 0, 1, 2, 3
+CI_CLASSES = {"low": CI_CLASS_LOW, "medium": CI_CLASS_MEDIUM, "high": CI_CLASS_HIGH}
 
 FLAG_NO_CI_SCALING = 1 << 0  # ablation: skip the CI tile and slot scaling
 FLAG_NO_LITTLE = 1 << 1      # ablation: start slots from max_slots, not Little's law
@@ -227,15 +233,14 @@ STATUS_TEXT = {
 # ---------------------------------------------------------------- algorithm constants
 # Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).
 CONSTANTS = {
-    "COST_A": (0.5, "f", "weight of the bandwidth term a/BW of the cost function"),
-    "COST_B": (1.0, "f", "weight of the cache-line term b/CL of the cost function"),
-    "WF_SCHED_CAP": (4, "i", "Algorithm 2: min(Wfs, 4) wavefronts share the SIMDs"),
-    "CI_LOW": (1.0, "f", "CI below this doubles the tile (and uses FALLBACK_SLOTS_LOW_CI)"),
-    "CI_HIGH": (4.0, "f", "CI above this halves the tile"),
-    "TILE_BOUND_SLOTS": (4, "i", "tile must leave room for this many slots per streaming queue"),
-    "CU_SLOT_REF": (4, "i", "CU-aware rounding: Little's slots x CU_SLOT_REF / active CUs"),
-    "FALLBACK_SLOTS_LOW_CI": (4, "i", "fallback slots when CI < CI_LOW"),
-    "FALLBACK_SLOTS": (2, "i", "fallback slots otherwise"),
+    "COST_A": (0.0, "f", "weight of the bandwidth penalty COST_A/BW of the cost function"),
+    "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
+    "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
+    "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
+    "TILE_BOUND_SLOTS": (2, "i", "the tile must leave room to double-buffer every streaming queue"),
+    "CU_SLOT_REF": (16, "i", "CU step: slots halve once per doubling of the active CUs beyond this"),
+    "FALLBACK_SLOTS_LOW_CI": (8, "i", "slots the CI fallback starts from for a low-CI kernel"),
+    "FALLBACK_SLOTS": (4, "i", "slots the CI fallback starts from otherwise (medium, high)"),
     "BARRIERS_PER_SLOT": (2, "i", "a full and an empty barrier per slot"),
     "CACHE_ENTRIES": (4, "i", "configurations kept in the data-buffer cache"),
 }

@@ -57,7 +57,8 @@ def header_text() -> str:
     out.append("")
     for name in ("GST_MAGIC", "GST_VERSION", "LAUNCH_MAGIC", "LDS_MAGIC", "LDS_ALIGN", "MAX_QUEUES",
                  "QUEUE_STREAMING", "QUEUE_STATIONARY", "FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
-                 "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE", "FLAGS_ALL", "LAUNCH_SIZE"):
+                 "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE", "FLAGS_ALL", "LAUNCH_SIZE", "CI_CLASS_NUMBER",
+                 "CI_CLASS_LOW", "CI_CLASS_MEDIUM", "CI_CLASS_HIGH"):
         out.append(f"#define QUCO_{name} 0x{getattr(abi, name):x}u")
     out.append("")
     out.append("/* status codes (quco.gst.abi.Status) */")
@@ -74,7 +75,7 @@ def header_text() -> str:
         out.append("")
     out.append("/* launch header ranges */")
     for f in abi.LAUNCH_HEADER.fields:
-        if f.lo is not None and f.ctype == "u32":
+        if f.lo is not None and f.ctype in ("u8", "u16", "u32"):
             out.append(f"#define QUCO_LAUNCH_{f.name.upper()}_LO {int(f.lo)}u")
             out.append(f"#define QUCO_LAUNCH_{f.name.upper()}_HI {int(f.hi)}u")
     ci = abi.LAUNCH_HEADER.field("compute_intensity")
@@ -139,6 +140,9 @@ def tables_doc_text() -> str:
     out += ["", "## Flags", "", "| bit | name |", "|---|---|"]
     out += [f"| 0x{getattr(abi, n):x} | `{n}` |" for n in ("FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
                                                           "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE")]
+    out += ["", "## CI classes (`launch_header.ci_class`)", "", "| value | name |", "|---|---|"]
+    out += [f"| {getattr(abi, n)} | `{n}` |" for n in ("CI_CLASS_NUMBER", "CI_CLASS_LOW", "CI_CLASS_MEDIUM",
+                                                      "CI_CLASS_HIGH")]
     out += ["", "## Algorithm constants", "", "| name | value | meaning |", "|---|---|---|"]
     out += [f"| `{n}` | {v} | {d} |" for n, (v, _, d) in abi.CONSTANTS.items()]
     body = "\n".join(out) + "\n"

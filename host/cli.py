@@ -159,6 +159,13 @@ def cmd_diff(args) -> int:
     return EXIT_MISMATCH if bad else 0
 
 
+def cmd_explain(args) -> int:
+    from quco.host import explain  # the model's step-by-step values, as tables
+    kernel = load_kernel(args.kernel)
+    gpu = _gpu_for(args, kernel)
+    return explain.render(out, err, tables.load(gpu), kernel, gpu)
+
+
 def _text(raw: bytes) -> str:
     """A NUL-padded GST string field (the GPU name) as text."""
     return raw.rstrip(b"\0").decode(errors="replace")
@@ -232,6 +239,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", help="one preset or file, or 'all' (default)")
     p.add_argument("--firmware")
     p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("explain", help="each step of the pick with its intermediate values (reference model)")
+    p.add_argument("kernel")
+    p.add_argument("--gpu")
+    p.set_defaults(func=cmd_explain)
     p = sub.add_parser("gst", help="show, pack or check a GPU Specification Table")
     p.add_argument("action", choices=("show", "pack", "check"))
     p.add_argument("file", help="preset name, .toml preset or binary .gst")

@@ -4,9 +4,9 @@
     res = dev.launch(kernel)             # a Kernel, or raw launch-record bytes
     res.tile, res.queues[0].slots, res.instructions
 
-and the ACTA-style flow of the papers' listings:
+and the flow of QuCo's host API (Fig. 4a, InitQuCo(HIGH, 512, 64)):
 
-    dev.init(compute_intensity=97.5)
+    dev.init("high", work_group_size=512, active_cus=64)   # or a CI number
     a = dev.register_queue("streaming", length=2048, elem_size=2)
     res = dev.size_queue()
 """
@@ -19,12 +19,14 @@ from pathlib import Path
 from quco.emulator import elf, soc, timing
 from quco.gst import abi, tables
 from quco.gst.abi import Status
+from quco.host.kernel import DEFAULT_WAVEFRONTS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FIRMWARE = ROOT / "firmware" / "build" / "quco.elf"
 
 
 QUCO_CLOCK_MHZ = 700       # QuCo Sec. VI: 700 MHz at 28 nm FDSOI
+WAVEFRONT = 64             # work-items per wavefront (GCN / CDNA)
 READ_NJ, WRITE_NJ = 0.0032, 0.0061  # QuCo Sec. VI: energy per ROM/data/GST access
 
 
@@ -222,10 +224,28 @@ class Device:
             raise DeviceError(res)
         return res
 
-    # ---------------------------------------------------------------- ACTA-style flow
-    def init(self, compute_intensity: float, consumer_wavefronts: int = 8, flags: int = 0,
-             core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0) -> None:
-        self._pending = dict(header=dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=compute_intensity,
+    # ---------------------------------------------------------------- QuCo-style flow
+    def init(self, compute_intensity: float | str, consumer_wavefronts: int | None = None, flags: int = 0,
+             core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
+             work_group_size: int | None = None) -> None:
+        """QuCo's InitQuCo(class, work-group size, CUs): `compute_intensity` is a number or a
+        class ("low", "medium", "high"); `work_group_size` work-items are that many 64-wide
+        wavefronts, one of them the producer (512 -> 7 consumers); without either, 7."""
+        if isinstance(compute_intensity, str):
+            if compute_intensity not in abi.CI_CLASSES:
+                raise ValueError(f"CI class {compute_intensity!r}: expected a number or one of "
+                                 f"{', '.join(abi.CI_CLASSES)}")
+            ci, cls = 0.0, abi.CI_CLASSES[compute_intensity]
+        else:
+            ci, cls = compute_intensity, abi.CI_CLASS_NUMBER
+        if work_group_size is not None:
+            if work_group_size % WAVEFRONT or not 2 <= work_group_size // WAVEFRONT <= 65:
+                raise ValueError(f"work_group_size {work_group_size}: expected a multiple of {WAVEFRONT} "
+                                 f"from {2 * WAVEFRONT} to {65 * WAVEFRONT} work-items")
+            consumer_wavefronts = work_group_size // WAVEFRONT - 1  # one producer wavefront
+        if consumer_wavefronts is None:
+            consumer_wavefronts = DEFAULT_WAVEFRONTS
+        self._pending = dict(header=dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=ci, ci_class=cls,
                                          consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
                                          active_cus=active_cus, lds_bytes=lds_bytes), queues=[])
 

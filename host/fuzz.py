@@ -50,7 +50,7 @@ def valid_record(rng: random.Random, g: dict) -> tuple[dict, list[dict]]:
     header = dict(magic=abi.LAUNCH_MAGIC, flags=rng.randint(0, abi.FLAGS_ALL),
                   compute_intensity=rng.choice([rng.uniform(0, 10), rng.uniform(0, 1e6),
                                                 rng.choice(CI_EDGES[:12])]),
-                  consumer_wavefronts=rng.randint(1, 64),
+                  consumer_wavefronts=rng.randint(1, 64), ci_class=rng.choice([0, 0, 1, 2, 3]),
                   core_clock_mhz=rng.choice([0, rng.randint(1, 10_000)]),
                   active_cus=rng.randint(0, max(0, min(g.get("num_cus", 64), 1024))),
                   lds_bytes=rng.choice([0, 128 * rng.randint(0, max(0, g.get("lds_bytes", 65536)) // 128)]))
@@ -76,6 +76,8 @@ def record(rng: random.Random, g: dict) -> bytes:
             off = 4 * rng.randrange(abi.LAUNCH_HEADER.size // 4)
             if off == abi.LAUNCH_HEADER.offset("compute_intensity"):
                 raw[off:off + 4] = struct.pack("<f", rng.choice(CI_EDGES))
+            elif off == abi.LAUNCH_HEADER.offset("consumer_wavefronts") and rng.random() < 0.5:
+                raw[abi.LAUNCH_HEADER.offset("ci_class")] = rng.choice([0, 1, 2, 3, 4, 255])
             else:
                 raw[off:off + 4] = rng.choice(U32_EDGES).to_bytes(4, "little")
         else:  # a queue field

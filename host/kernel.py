@@ -24,7 +24,7 @@ SCHEMA_PATH = Path(__file__).with_name("kernel.schema.json")
 QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
 ABLATION_FLAGS = {"ci_scaling": abi.FLAG_NO_CI_SCALING, "littles_law": abi.FLAG_NO_LITTLE,
                   "cu_aware": abi.FLAG_NO_CU_AWARE, "cache": abi.FLAG_NO_CACHE}
-DEFAULT_WAVEFRONTS = 8
+DEFAULT_WAVEFRONTS = 7  # QuCo's 512-work-item work-group: 8 wavefronts, one of them the producer
 
 
 class KernelError(Exception):
@@ -38,7 +38,8 @@ class KernelError(Exception):
 @dataclass
 class Kernel:
     name: str
-    compute_intensity: float
+    compute_intensity: float  # 0.0 when the file gives a class
+    ci_class: str | None = None  # "low", "medium", "high" when the file gives a class
     consumer_wavefronts: int = DEFAULT_WAVEFRONTS
     queues: list[tuple[int, int, int]] = field(default_factory=list)  # (length, type code, elem_size)
     queue_names: list[str] = field(default_factory=list)
@@ -53,6 +54,7 @@ class Kernel:
 
     def header(self) -> dict:
         return dict(magic=abi.LAUNCH_MAGIC, flags=self.flags, compute_intensity=self.compute_intensity,
+                    ci_class=abi.CI_CLASSES[self.ci_class] if self.ci_class else abi.CI_CLASS_NUMBER,
                     consumer_wavefronts=self.consumer_wavefronts, core_clock_mhz=self.core_clock_mhz,
                     active_cus=self.active_cus, lds_bytes=self.lds_bytes, num_queues=len(self.queues))
 
@@ -94,6 +96,8 @@ def _num(v) -> str:
 
 def _allowed(sub: dict) -> str:
     """What a (sub)schema accepts, in words: `integer 1 to 64`, `one of 1, 2, 4, 8`."""
+    if "anyOf" in sub:
+        return " or ".join(_allowed(s) for s in sub["anyOf"])
     if "enum" in sub:
         return "one of " + ", ".join(json.dumps(v) for v in sub["enum"])
     t = sub.get("type", "value")
@@ -153,6 +157,13 @@ def _messages(err) -> list[tuple[list, str]]:
         return out
     if kind == "type":
         return [(path, f"{loc}: {_val(v)} is {_what(v, sub.get('type'))}; expected {allowed}")]
+    if kind == "anyOf":  # a number or a name (compute_intensity): say which rule it broke
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if numeric:
+            return [(path, f"{loc}: {_val(v)} is out of range; expected {allowed}")]
+        if isinstance(v, str):
+            return [(path, f"{loc}: {_val(v)} is not an allowed name; expected {allowed}")]
+        return [(path, f"{loc}: {_val(v)} is {_what(v, 'number')}; expected {allowed}")]
     if kind == "enum":
         return [(path, f"{loc}: {_val(v)} is not {allowed}")]
     if kind in ("minimum", "maximum"):
@@ -217,7 +228,9 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
             names.append(f"{name}[{i}]" if name and n > 1 else name)
     part, abl, grid = doc.get("partition", {}), doc.get("ablation", {}), doc.get("grid", {})
     flags = sum(bit for key, bit in ABLATION_FLAGS.items() if not abl.get(key, True))
-    return Kernel(name=doc["name"], compute_intensity=float(doc["compute_intensity"]),
+    ci = doc["compute_intensity"]
+    cls = ci if isinstance(ci, str) else None
+    return Kernel(name=doc["name"], compute_intensity=0.0 if cls else float(ci), ci_class=cls,
                   consumer_wavefronts=int(doc.get("consumer_wavefronts", DEFAULT_WAVEFRONTS)),
                   queues=queues, queue_names=names, flags=flags,
                   core_clock_mhz=int(part.get("core_clock_mhz", 0)), active_cus=int(part.get("active_cus", 0)),

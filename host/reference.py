@@ -99,6 +99,8 @@ def parse_launch(record: bytes, g: dict) -> Launch:
     ci = f32(h["compute_intensity"])
     if not (ci >= f32(0.0) and ci <= f32(1e6)):  # also rejects NaN
         raise ConfigError(Status.RECORD_FIELD, off("compute_intensity"))
+    if h["ci_class"] > abi.CI_CLASS_HIGH:
+        raise ConfigError(Status.RECORD_FIELD, off("ci_class"))
     if not 1 <= h["consumer_wavefronts"] <= 64:
         raise ConfigError(Status.RECORD_FIELD, off("consumer_wavefronts"))
     if h["core_clock_mhz"] > 10_000:
@@ -123,49 +125,83 @@ def parse_launch(record: bytes, g: dict) -> Launch:
     return Launch(h, queues)
 
 
-class Planner:
-    """Algorithms 1-3 for one validated launch; every quantity as the firmware has it."""
+def floor_log2(v: int) -> int:
+    return v.bit_length() - 1
 
-    def __init__(self, g: dict, launch: Launch):
+
+def ci_class(ci, given: int) -> int:
+    """The kernel's CI class: the one the host gave (QuCo's InitQuCo passes one), else
+    low below CI_LOW, high above CI_HIGH, medium in between."""
+    if given != abi.CI_CLASS_NUMBER:
+        return given
+    if ci < f32(const("CI_LOW")):
+        return abi.CI_CLASS_LOW
+    if ci > f32(const("CI_HIGH")):
+        return abi.CI_CLASS_HIGH
+    return abi.CI_CLASS_MEDIUM
+
+
+class Planner:
+    """QuCo's Algorithms 2-3 for one validated launch; every quantity as the firmware has it.
+
+    With `trace` a list, each step appends what it computed (a dict with a "step" key), so
+    `quco.host.explain` can show a pick without repeating any of the arithmetic."""
+
+    def __init__(self, g: dict, launch: Launch, trace: list | None = None):
         h = launch.header
-        self.g, self.q, self.flags = g, launch.queues, h["flags"]
+        self.g, self.q, self.flags, self.trace = g, launch.queues, h["flags"], trace
         self.ci = f32(h["compute_intensity"])
+        self.ci_class = ci_class(self.ci, h["ci_class"])
+        self.ci_given = h["ci_class"] != abi.CI_CLASS_NUMBER
         clock = h["core_clock_mhz"] or g["core_clock_mhz"]
+        self.clock = clock
         self.cus = h["active_cus"] or g["num_cus"]
         lds = h["lds_bytes"] or g["lds_bytes"]
         self.meta = align(abi.LDS_HEADER.size + len(self.q) * (abi.QUEUE_DESC.size + abi.ATT_DESC.size))
         self.avail = max(lds - self.meta, 0)
         # Reciprocals are taken once so the per-tile arithmetic only multiplies.
-        # cpb: core cycles per byte of one CU's DRAM share, = 1 / (MB/s / MHz / CUs)
+        # cpb: core cycles per byte of one CU's share of the DRAM bandwidth, at this clock
         self.cpb = f32(clock * g["num_cus"]) / f32(g["dram_bw_mbps"])
-        self.lat = f32(g["lat_att_cycles"] + g["lat_l2_cycles"] + g["lat_dram_cycles"])
+        # DRAM latency is a time: its GST cycles are at the nominal clock. ATT and L2 are on
+        # the core clock, so their cycles do not change with DVFS.
+        dram = g["lat_dram_cycles"] * clock // g["core_clock_mhz"]
+        self.lat = f32(g["lat_att_cycles"] + g["lat_l2_cycles"] + dram)
         self.inv_cl = f32(1.0) / f32(g["cache_line_bytes"])  # exact: a power of two
         wfs = h["consumer_wavefronts"]
-        self.inv_sched = f32(1.0) / f32(g["simd_muls_per_cycle"] * min(wfs, const("WF_SCHED_CAP")))
+        # QuCo Algorithm 2: bestLatency = T / (SIMDMulsPerCycle x Wfs), no cap on Wfs
+        self.inv_sched = f32(1.0) / f32(g["simd_muls_per_cycle"] * wfs)
         self.overlap = f32(min(wfs - 1, g["wavefront_pools"]))
         self.cost_const = f32(const("COST_A")) * self.cpb + f32(const("COST_B")) * self.inv_cl
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
         self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
+        # CU step: one halving per doubling of the active CUs beyond CU_SLOT_REF
+        self.cu_shift = 0 if self.flags & abi.FLAG_NO_CU_AWARE else floor_log2(
+            max(self.cus // const("CU_SLOT_REF"), 1))
+        self.max_pow2 = floor_pow2(g["max_slots"])
+
+    def note(self, step: str, **values) -> None:
+        if self.trace is not None:
+            self.trace.append(dict(step=step, **values))
 
     # -- Algorithm 2: processing and memory time of one tile
     def proc_time(self, t: int):
         bs = f32(t) * self.inv_sched
         extra = bs - f32(1.0)
-        if extra < f32(0.0):
+        if extra < f32(0.0):  # below one scheduling round nothing overlaps: no negative time
             extra = f32(0.0)
         return bs + extra * self.overlap
 
     def slope(self, e: int):
-        """memTime cycles per element of tile: e bytes over the DRAM share plus 2e bytes
-        of cache-line traffic (ACTA's T*E/BW + 2*T*E/CacheLine, per element)."""
+        """memTime cycles per element of tile: e bytes over the CU's DRAM share plus 2e bytes
+        of cache-line traffic (T*E/Bandwidth + 2*T*E/CacheLineSize, per element)."""
         return f32(e) * self.cpb + f32(2 * e) * self.inv_cl
 
     def mem_time(self, t: int, e: int):
         return self.lat + f32(t) * self.slope(e)
 
-    # -- Algorithm 1: weighted merit over the tile range, then CI scaling
-    def choose_tile(self) -> int:
+    # -- Algorithm 1: weighted merit over the tile range, CI scaling, LDS bound
+    def merit_scan(self) -> int:
         g = self.g
         # weighted = merit x cost = (procTime x cost) / memTime, kept as a fraction: the
         # comparison cross-multiplies instead of dividing (all terms are positive).
@@ -173,19 +209,31 @@ class Planner:
         t = g["min_tile_elems"]
         while t <= g["max_tile_elems"]:
             cost = self.lat * f32(1.0 / t) + self.cost_const  # 1/t exact: t is a power of two
-            num, den = self.proc_time(t) * cost, self.mem_time(t, self.e_tile)
-            if num * best_den > best_num * den:
-                best_num, best_den, best_t = num, den, t
+            proc, mem = self.proc_time(t), self.mem_time(t, self.e_tile)
+            num = proc * cost
+            better = bool(num * best_den > best_num * mem)
+            self.note("tile", tile=t, proc=proc, mem=mem, cost=cost, num=num, best=better)
+            if better:
+                best_num, best_den, best_t = num, mem, t
             t *= 2
-        if not self.flags & abi.FLAG_NO_CI_SCALING:
-            if self.ci < f32(const("CI_LOW")) and best_t < g["max_tile_elems"]:
-                best_t *= 2
-            elif self.ci > f32(const("CI_HIGH")) and best_t > g["min_tile_elems"]:
-                best_t //= 2
-        while best_t > g["min_tile_elems"] and self.bytes_needed(
-                best_t, {i: const("TILE_BOUND_SLOTS") for i in self.stream}) > self.avail:
-            best_t //= 2
         return best_t
+
+    def choose_tile(self) -> int:
+        g = self.g
+        t = best = self.merit_scan()
+        if not self.flags & abi.FLAG_NO_CI_SCALING:
+            if self.ci_class == abi.CI_CLASS_LOW and t < g["max_tile_elems"]:
+                t *= 2
+            elif self.ci_class == abi.CI_CLASS_HIGH and t > g["min_tile_elems"]:
+                t //= 2
+        self.note("ci", best=best, ci=self.ci, ci_class=self.ci_class, tile=t)
+        bound = min(const("TILE_BOUND_SLOTS"), g["max_slots"])
+        scaled = t
+        while t > g["min_tile_elems"] and self.bytes_needed(t, {i: bound for i in self.stream}) > self.avail:
+            t //= 2
+        self.note("bound", tile_in=scaled, tile=t, slots=bound, avail=self.avail,
+                  bytes=self.bytes_needed(t, {i: bound for i in self.stream}))
+        return t
 
     def bytes_needed(self, t: int, slots: dict) -> int:
         """LDS bytes for streaming queues at `slots` and one slot per stationary queue."""
@@ -199,41 +247,44 @@ class Planner:
         return (self.bytes_needed(t, slots) <= self.avail
                 and self.barriers_needed(slots) <= self.g["barrier_limit"])
 
-    def tiles_in(self, i: int, t: int) -> int:
-        n = self.q[i].length
-        return n // t + (1 if n % t else 0)
+    # -- Algorithm 3
+    def round_pow2(self, r) -> int:
+        """roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots."""
+        if not r >= f32(1.0):
+            return 1
+        n = self.g["max_slots"] if r >= f32(self.g["max_slots"]) else int(r)
+        p = floor_pow2(n)
+        if p < self.max_pow2 and r >= f32(1.5) * f32(p):
+            p *= 2
+        return p
 
-    # -- Algorithm 3: streaming slots (Little's law, CU-aware), fallback, stationary share
-    def little_factor(self, t: int):
-        """Little's law slots per cycle of memory time: n_streaming / procTime, scaled by
-        CU_SLOT_REF / active CUs unless the CU-aware step is switched off. One division."""
-        if self.flags & abi.FLAG_NO_CU_AWARE:
-            return f32(len(self.stream)) / self.proc_time(t)
-        return f32(len(self.stream) * const("CU_SLOT_REF")) / (self.proc_time(t) * f32(self.cus))
-
-    def little_slots(self, i: int, t: int) -> int:
-        g = self.g
-        if self.flags & abi.FLAG_NO_LITTLE:
-            s = g["max_slots"]
-        else:
-            ratio = self.mem_time(t, self.q[i].elem_size) * self.little_factor(t)
-            if not ratio >= f32(1.0):
-                s = 1
-            elif ratio >= f32(g["max_slots"]):
-                s = g["max_slots"]
-            else:
-                s = int(ratio)
-        return min(floor_pow2(s), self.tiles_in(i, t))
+    def cu_step(self, n: int) -> int:
+        """roundBasedOnCUs: fewer slots when more CUs compete for DRAM."""
+        return max(n >> self.cu_shift, 1)
 
     def streaming_slots(self, t: int) -> dict:
-        slots = {i: self.little_slots(i, t) for i in self.stream}
+        inv_proc = f32(1.0) / self.proc_time(t)
+        slots = {}
+        for i in self.stream:
+            mem = self.mem_time(t, self.q[i].elem_size)
+            ratio = f32(self.g["max_slots"]) if self.flags & abi.FLAG_NO_LITTLE else mem * inv_proc
+            n = self.round_pow2(ratio)
+            slots[i] = self.cu_step(n)
+            self.note("little", queue=i, mem=mem, proc=self.proc_time(t), ratio=ratio, rounded=n,
+                      shift=self.cu_shift, slots=slots[i])
         if self.fits(t, slots):
+            self.note("fit", fits=True, bytes=self.bytes_needed(t, slots), barriers=self.barriers_needed(slots))
             return slots
-        low = self.ci < f32(const("CI_LOW")) and not self.flags & abi.FLAG_NO_CI_SCALING
-        fallback = const("FALLBACK_SLOTS_LOW_CI") if low else const("FALLBACK_SLOTS")
-        slots = {i: min(s, fallback) for i, s in slots.items()}
-        while not self.fits(t, slots) and any(s > 1 for s in slots.values()):
-            slots = {i: max(s // 2, 1) for i, s in slots.items()}
+        low = self.ci_class == abi.CI_CLASS_LOW and not self.flags & abi.FLAG_NO_CI_SCALING
+        # the fallback values are powers of two (gst/abi.py): rounding only caps them
+        n = min(const("FALLBACK_SLOTS_LOW_CI") if low else const("FALLBACK_SLOTS"), self.max_pow2)
+        tried = [n]
+        while not self.fits(t, {i: n for i in self.stream}) and n > 1:
+            n //= 2
+            tried.append(n)
+        slots = {i: n for i in self.stream}
+        self.note("fit", fits=False, bytes=self.bytes_needed(t, slots), barriers=self.barriers_needed(slots),
+                  fallback=tried)
         return slots
 
     def plan(self) -> tuple[int, list[int]]:
@@ -245,22 +296,23 @@ class Planner:
         if self.bytes_needed(t0, ones) > self.avail:
             raise ConfigError(Status.LDS_NO_FIT, self.meta + self.bytes_needed(t0, ones))
         t = self.choose_tile()
-        slots = self.streaming_slots(t)
-        while not self.fits(t, slots):  # terminates: the minimum tile with one slot fits
-            t //= 2
-            slots = self.streaming_slots(t)
+        slots = self.streaming_slots(t)  # fits: the CI fallback ends at one slot, which fits
         spare = self.avail - self.bytes_needed(t, slots)
         spare_barriers = g["barrier_limit"] - self.barriers_needed(slots)
         out = [0] * len(self.q)
         for i, s in slots.items():
             out[i] = s
         if self.stat:
+            # the rest of the LDS, evenly: each stationary queue already has its one slot
             n = len(self.stat)
             for i in self.stat:
                 block = align(t * self.q[i].elem_size)
-                s = 1 + (spare // n) // block
-                s = min(s, 1 + (spare_barriers // n) // const("BARRIERS_PER_SLOT"))
-                out[i] = min(s, g["max_slots"], self.tiles_in(i, t))
+                room = 1 + min((spare // n) // block, (spare_barriers // n) // const("BARRIERS_PER_SLOT"))
+                s = self.cu_step(self.round_pow2(f32(min(room, g["max_slots"]))))
+                while s > room:
+                    s //= 2
+                out[i] = s
+                self.note("stationary", queue=i, room=room, slots=s)
         return t, out
 
 
@@ -286,6 +338,12 @@ def layout(p: Planner, tile: int, slots: list[int], generation: int) -> bytes:
     return header + b"".join(descs) + b"".join(atts)
 
 
+def planner(gst: bytes, record: bytes, trace: list | None = None) -> Planner:
+    """A Planner for a GST and launch record; raises ConfigError as the firmware answers."""
+    g = check_gst(gst)
+    return Planner(g, parse_launch(record, g), trace)
+
+
 def configure(gst: bytes, record: bytes, generation: int = 1) -> Result:
     """What the firmware answers for this GST and launch record.
 
@@ -293,8 +351,7 @@ def configure(gst: bytes, record: bytes, generation: int = 1) -> Result:
     (its previous generation plus one).
     """
     try:
-        g = check_gst(gst)
-        p = Planner(g, parse_launch(record, g))
+        p = planner(gst, record)
         tile, slots = p.plan()
     except ConfigError as e:
         return Result(e.status, e.detail)

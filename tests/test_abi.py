@@ -34,6 +34,6 @@ def test_header_declares_every_struct_field_with_offset_asserts():
 
 
 def test_pack_unpack_round_trip():
-    values = dict(magic=abi.LAUNCH_MAGIC, flags=3, compute_intensity=0.5, consumer_wavefronts=8,
+    values = dict(magic=abi.LAUNCH_MAGIC, flags=3, compute_intensity=0.5, consumer_wavefronts=8, ci_class=3, reserved=0,
                   core_clock_mhz=700, active_cus=4, lds_bytes=1024, num_queues=2)
     assert abi.LAUNCH_HEADER.unpack(abi.LAUNCH_HEADER.pack(values)) == values

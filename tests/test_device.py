@@ -15,12 +15,30 @@ MM = MM_KERNEL
 def test_acta_flow_equals_the_kernel_file(elf_path):
     kernel = load_kernel(MM)
     dev = Device("r9-nano", elf_path)
-    dev.init(compute_intensity=kernel.compute_intensity, consumer_wavefronts=kernel.consumer_wavefronts)
+    dev.init(compute_intensity=kernel.ci_class, consumer_wavefronts=kernel.consumer_wavefronts)
     for length, qtype, elem in kernel.queues:
         dev.register_queue("stationary" if qtype else "streaming", length=length, elem_size=elem)
     res = dev.size_queue()
     assert res.ok and res.lds[8:] == dev.launch(kernel).lds[8:]
-    assert (res.tile, [q.slots for q in res.queues]) == (512, [4] * 9)
+    assert (res.tile, [q.slots for q in res.queues]) == (512, [2] * 9)
+
+
+def test_quco_init_takes_a_class_and_a_work_group_size(elf_path):
+    """QuCo Fig. 4a: InitQuCo(HIGH, 512, 64) -- a class, 512 work-items (7 consumer
+    wavefronts besides the producer) and the CUs."""
+    dev = Device("r9-nano", elf_path)
+    dev.init("high", work_group_size=512, active_cus=64)
+    assert dev._pending["header"]["ci_class"] == abi.CI_CLASS_HIGH
+    assert dev._pending["header"]["consumer_wavefronts"] == 7
+    for _ in range(8):
+        dev.register_queue("streaming", length=2048, elem_size=2)
+    dev.register_queue("stationary", length=2048, elem_size=2)
+    by_class = dev.size_queue()
+    assert by_class.ok and by_class.lds[8:] == dev.launch(load_kernel(MM)).lds[8:]
+    with pytest.raises(ValueError, match="'hgh'.*low, medium, high"):
+        dev.init("hgh")
+    with pytest.raises(ValueError, match="work_group_size 500"):
+        dev.init(2.0, work_group_size=500)
 
 
 def test_acta_flow_errors(elf_path):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLE_KERNELS
+from conftest import ALL_EXAMPLE_KERNELS, EXAMPLE_KERNELS
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz
@@ -18,13 +18,15 @@ def slow(n):
 
 
 @pytest.mark.parametrize("gpu", tables.preset_names())
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+@pytest.mark.parametrize("path", ALL_EXAMPLE_KERNELS,
+                         ids=[str(p.relative_to(p.parents[1] if p.parent.name != "kernels" else p.parent))
+                              for p in ALL_EXAMPLE_KERNELS])
 def test_presets_x_examples(devices, gpu, path):
     assert fuzz.compare(devices(gpu), load_kernel(path).record()).ok
 
 
 def test_there_are_enough_presets_and_examples():
-    assert len(tables.preset_names()) >= 5 and len(EXAMPLES) == 8
+    assert len(tables.preset_names()) >= 5 and len(EXAMPLES) == 8 and len(ALL_EXAMPLE_KERNELS) == 24
 
 
 @slow(120)

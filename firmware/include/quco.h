@@ -32,7 +32,6 @@ uint32_t gst_check(uint32_t *detail);
  * "count") get identical slots, so validation and planning work on groups of them: the
  * 8+1 queues of a matrix kernel are two groups. Sums over queues become count x term. */
 typedef struct {
-    uint32_t length;
     uint8_t count, stat, e, es; /* es = log2(e) */
 } group_t;
 typedef struct {

@@ -41,6 +41,8 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detai
     uint32_t bad = 0xffffffffu;
     if (!(ci >= 0.0f && ci <= QUCO_LAUNCH_COMPUTE_INTENSITY_HI)) /* false for NaN too */
         bad = OFF(compute_intensity);
+    else if (h->ci_class > QUCO_LAUNCH_CI_CLASS_HI)
+        bad = OFF(ci_class);
     else if (h->consumer_wavefronts < QUCO_LAUNCH_CONSUMER_WAVEFRONTS_LO ||
              h->consumer_wavefronts > QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI)
         bad = OFF(consumer_wavefronts);
@@ -87,7 +89,6 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detai
         }
         g++;
         ng++;
-        g->length = w0;
         g->count = 1;
         g->stat = (uint8_t)type;
         g->e = (uint8_t)e;
@@ -109,8 +110,8 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detai
 /* Everything Algorithms 1-3 need beyond the groups and the GST, derived once per
  * launch. Tiles are powers of two, t = 1 << tk. */
 typedef struct {
-    uint32_t flags, cus, avail, meta, nominal, wclass;
-    float ci, cpb, inv_sched, overlap, cost_const;
+    uint32_t flags, cls, cu_shift, avail, meta, nominal, wfs, maxp;
+    float cpb, lat, inv_sched, overlap, cost_const;
 } planner_t;
 
 static uint32_t log2_u(uint32_t v)
@@ -121,29 +122,39 @@ static uint32_t log2_u(uint32_t v)
     return k;
 }
 
-/* GST-derived values, computed once at boot (gst_derive); tiles are handled as their
- * log2, t = 1 << k, so the planner only shifts */
-static float lat, inv_cl, cpb_nominal, inv_sched_tab[QUCO_WF_SCHED_CAP];
-static uint32_t min_k, max_k;
-
-/* At the GST's nominal clock the merit scan depends only on min(Wfs, 4), min(Wfs - 1,
- * WfPools) and the tile's element size, so boot tabulates it: min(Wfs, W_CLASSES)
- * covers every case because WfPools <= 16. Launches at another (DVFS) clock scan live. */
-#define W_CLASSES (QUCO_GST_WAVEFRONT_POOLS_HI + 1u)
-static uint8_t scan_tab[W_CLASSES][4]; /* [min(Wfs, 17) - 1][log2 e] -> log2 tile */
-
-static float cycles_per_byte(uint32_t clock)
+/* v >= 1; clears low set bits until one is left (no clz instruction in RV32IMF) */
+static uint32_t floor_pow2(uint32_t v)
 {
-    return (float)(clock * GST->num_cus) / (float)GST->dram_bw_mbps;
+    while (v & (v - 1u))
+        v &= v - 1u;
+    return v;
 }
 
-/* The per-launch rates Algorithm 2 needs for a clock (as cycles per byte) and Wfs */
-static void set_rates(planner_t *p, float cpb, uint32_t wfs)
+/* GST-derived values, computed once at boot (gst_derive); tiles are handled as their
+ * log2, t = 1 << k, so the planner only shifts */
+static float inv_cl;
+static uint32_t min_k, max_k;
+
+/* At the GST's nominal clock the merit scan depends only on Wfs (1..64) and the tile's
+ * element size, so boot tabulates it; launches at another (DVFS) clock scan live. */
+#define W_CLASSES QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI
+static uint8_t scan_tab[W_CLASSES][4]; /* [Wfs - 1][log2 e] -> log2 tile */
+
+/* The per-launch rates Algorithm 2 needs at a clock and for Wfs consumer wavefronts:
+ * cycles per byte of one CU's DRAM share, latencyTotal, and bestLatency = T /
+ * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. DRAM latency is a time, so its
+ * cycles (the GST's are at the nominal clock) follow the clock; the ATT and L2 run on the
+ * core clock. Computed afresh at every launch (an FDIV and a DIV) rather than kept for the
+ * nominal clock: the code is shared with boot and the ROM is the scarcer budget. */
+static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
 {
+    const quco_gst_t *g = GST;
+    float cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     p->cpb = cpb;
-    p->wclass = min_u(wfs, W_CLASSES) - 1u;
-    p->inv_sched = inv_sched_tab[min_u(wfs, QUCO_WF_SCHED_CAP) - 1u];
-    p->overlap = (float)min_u(wfs - 1u, GST->wavefront_pools);
+    p->lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles * clock / g->core_clock_mhz);
+    p->wfs = wfs;
+    p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs);
+    p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
     p->cost_const = QUCO_COST_A * cpb + QUCO_COST_B * inv_cl;
 }
 
@@ -152,23 +163,19 @@ static uint32_t merit_scan(const planner_t *p, uint32_t e);
 void gst_derive(void)
 {
     const quco_gst_t *g = GST;
-    lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles);
     inv_cl = 1.0f / (float)g->cache_line_bytes;
     min_k = log2_u(g->min_tile_elems);
     max_k = log2_u(g->max_tile_elems);
-    cpb_nominal = cycles_per_byte(g->core_clock_mhz); /* launches at the nominal clock */
-    for (uint32_t w = 1; w <= QUCO_WF_SCHED_CAP; w++) /* 1 / bestScheduling divisor per min(Wfs, 4) */
-        inv_sched_tab[w - 1] = 1.0f / (float)(g->simd_muls_per_cycle * w);
     planner_t p;
     for (uint32_t w = 1; w <= W_CLASSES; w++) {
-        set_rates(&p, cpb_nominal, w);
-        for (uint32_t es = 0; es < 4u; es++) {
+        set_rates(&p, g->core_clock_mhz, w);
+        for (uint32_t es = 0; es < 4u; es++)
             scan_tab[w - 1][es] = (uint8_t)merit_scan(&p, 1u << es);
-        }
     }
 }
 
-/* procTime from bs = t / bestScheduling: the wavefronts beyond the first overlap */
+/* procTime from bs = t / bestLatency: the wavefronts beyond the first overlap; below one
+ * scheduling round (bs < 1) nothing overlaps, so no negative time */
 static float sched_time(const planner_t *p, float bs)
 {
     float extra = bs - 1.0f;
@@ -187,7 +194,7 @@ static float slope(const planner_t *p, uint32_t e)
 
 static float mem_time(const planner_t *p, uint32_t t, uint32_t e)
 {
-    return lat + (float)t * slope(p, e);
+    return p->lat + (float)t * slope(p, e);
 }
 
 /* 2^-k as a float, exactly (k < 127) */
@@ -215,19 +222,6 @@ static int fits(const planner_t *p, uint32_t tk, const uint8_t *slots, uint32_t 
     return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * nslots <= GST->barrier_limit;
 }
 
-static uint32_t tiles_in(uint32_t length, uint32_t tk)
-{
-    return (length >> tk) + ((length & ((1u << tk) - 1u)) ? 1u : 0u);
-}
-
-/* v >= 1; clears low set bits until one is left (no clz instruction in RV32IMF) */
-static uint32_t floor_pow2(uint32_t v)
-{
-    while (v & (v - 1u))
-        v &= v - 1u;
-    return v;
-}
-
 /* Algorithms 1 and 2: the weighted merit over the tile range; returns log2 of the best. */
 static uint32_t merit_scan(const planner_t *p, uint32_t e)
 {
@@ -240,9 +234,9 @@ static uint32_t merit_scan(const planner_t *p, uint32_t e)
     uint32_t best_k = min_k;
     float bs = (float)(1u << min_k) * p->inv_sched;
     float tm = (float)(1u << min_k) * slope(p, e);
-    float lat_t = lat * inv_pow2(min_k);
+    float lat_t = p->lat * inv_pow2(min_k);
     for (uint32_t k = min_k; k <= max_k; k++, bs += bs, tm += tm, lat_t *= 0.5f) {
-        float num = sched_time(p, bs) * (lat_t + p->cost_const), den = lat + tm;
+        float num = sched_time(p, bs) * (lat_t + p->cost_const), den = p->lat + tm;
         if (num * best_den > best_num * den) {
             best_num = num;
             best_den = den;
@@ -252,114 +246,112 @@ static uint32_t merit_scan(const planner_t *p, uint32_t e)
     return best_k;
 }
 
-/* Algorithms 1 and 2 in full: merit scan, CI scaling, LDS bound. Returns log2 of the tile. */
+/* Algorithm 1 in full: merit scan, CI scaling, LDS bound (room to double-buffer every
+ * streaming queue). Returns log2 of the tile. */
 static uint32_t choose_tile(const planner_t *p)
 {
-    uint32_t best_k = p->nominal ? scan_tab[p->wclass][log2_elem(groups.e_tile)] : merit_scan(p, groups.e_tile);
+    uint32_t k = p->nominal ? scan_tab[p->wfs - 1u][log2_elem(groups.e_tile)] : merit_scan(p, groups.e_tile);
     if (!(p->flags & QUCO_FLAG_NO_CI_SCALING)) {
-        if (p->ci < QUCO_CI_LOW && best_k < max_k)
-            best_k++;
-        else if (p->ci > QUCO_CI_HIGH && best_k > min_k)
-            best_k--;
+        if (p->cls == QUCO_CI_CLASS_LOW && k < max_k)
+            k++;
+        else if (p->cls == QUCO_CI_CLASS_HIGH && k > min_k)
+            k--;
     }
-    while (best_k > min_k) {
-        fits(p, best_k, 0, QUCO_TILE_BOUND_SLOTS);
+    uint32_t bound = min_u(QUCO_TILE_BOUND_SLOTS, GST->max_slots);
+    while (k > min_k) {
+        fits(p, k, 0, bound);
         if (need_bytes <= p->avail)
             break;
-        best_k--;
+        k--;
     }
-    return best_k;
+    return k;
 }
 
-/* Little's law slots per cycle of memory time (one division per tile tried). Without
- * the CU-aware step the model divides n by procTime alone: scaling by 1 and 1.0f instead
- * gives the same bits and one code path. */
-static float little_factor(const planner_t *p, uint32_t t)
+/* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots */
+static uint32_t round_pow2(const planner_t *p, float r)
 {
-    int cu_aware = !(p->flags & QUCO_FLAG_NO_CU_AWARE);
-    uint32_t ref = cu_aware ? QUCO_CU_SLOT_REF : 1u, cus = cu_aware ? p->cus : 1u;
-    return (float)(groups.n_stream * ref) / (proc_time(p, t) * (float)cus);
+    float max = (float)GST->max_slots;
+    if (!(r >= 1.0f))
+        return 1u;
+    uint32_t q = floor_pow2((uint32_t)(r < max ? r : max));
+    if (q < p->maxp && r >= 1.5f * (float)q)
+        q <<= 1;
+    return q;
 }
 
-/* Algorithm 3, streaming queues: Little's law, CU-aware rounding, length cap, then the
- * CI fallback when they do not fit. Returns whether the result fits. */
+/* roundBasedOnCUs: one halving per doubling of the active CUs beyond CU_SLOT_REF */
+static uint32_t cu_step(const planner_t *p, uint32_t n)
+{
+    n >>= p->cu_shift;
+    return n ? n : 1u;
+}
+
+/* Algorithm 3, streaming queues: Little's law (memTime / procTime), power of two, CU
+ * step; when that does not fit, the CI fallback halved until it fits. Returns whether it
+ * fits: it always does unless one slot per queue of the smallest tile does not (the tile
+ * bound leaves room for one slot of this tile, or the tile is the smallest). */
 static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
 {
     uint32_t t = 1u << tk;
-    float factor = (p->flags & QUCO_FLAG_NO_LITTLE) ? 0.0f : little_factor(p, t);
+    float inv_proc = 1.0f / proc_time(p, t);
     for (uint32_t i = 0; i < groups.ng; i++) {
         const group_t *g = &groups.g[i];
-        if (g->stat) {
-            slots[i] = 0;
-            continue;
-        }
-        uint32_t s = GST->max_slots;
-        if (!(p->flags & QUCO_FLAG_NO_LITTLE)) {
-            float ratio = mem_time(p, t, g->e) * factor;
-            if (!(ratio >= 1.0f))
-                s = 1u;
-            else if (ratio < (float)GST->max_slots)
-                s = (uint32_t)ratio;
-        }
-        s = floor_pow2(s);
-        uint32_t cap = tiles_in(g->length, tk);
-        slots[i] = (uint8_t)(s < cap ? s : cap);
+        float ratio = (p->flags & QUCO_FLAG_NO_LITTLE) ? (float)GST->max_slots : mem_time(p, t, g->e) * inv_proc;
+        slots[i] = (uint8_t)cu_step(p, round_pow2(p, ratio)); /* stationary entries are ignored */
     }
     if (fits(p, tk, slots, 0))
         return 1;
-    int low = p->ci < QUCO_CI_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
-    uint32_t limit = low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS;
-    for (;;) { /* clamp to the fallback once, then halve (stationary zeros stay zero) */
-        uint32_t any_above_one = 0;
-        for (uint32_t i = 0; i < groups.ng; i++) {
-            uint32_t s = slots[i];
-            s = limit ? min_u(s, limit) : s >> (s > 1u);
-            slots[i] = (uint8_t)s;
-            any_above_one |= s > 1u;
-        }
-        if (fits(p, tk, slots, 0))
-            return 1;
-        if (!any_above_one)
-            return 0;
-        limit = 0;
-    }
+    /* the fallback values are powers of two: rounding them only caps them at maxp */
+    int low = p->cls == QUCO_CI_CLASS_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
+    uint32_t n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, p->maxp);
+    int ok;
+    while (!(ok = fits(p, tk, 0, n)) && n > 1u)
+        n >>= 1;
+    for (uint32_t i = 0; i < groups.ng; i++)
+        slots[i] = (uint8_t)n;
+    return ok;
 }
 
 uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
 {
     const quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
+    const groups_t *gr = &groups;
     planner_t p;
     uint8_t *gslots = out->slots;
     p.flags = h->flags;
-    p.ci = h->compute_intensity;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
-    p.cus = h->active_cus ? h->active_cus : g->num_cus;
+    uint32_t cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
+    p.maxp = floor_pow2(g->max_slots);
+    p.cu_shift = (p.flags & QUCO_FLAG_NO_CU_AWARE) ? 0u : log2_u(cus / QUCO_CU_SLOT_REF);
+    /* the CI class: given by the host, else from the number */
+    float ci = h->compute_intensity;
+    uint32_t cls = h->ci_class;
+    if (cls == QUCO_CI_CLASS_NUMBER)
+        cls = ci < QUCO_CI_LOW ? QUCO_CI_CLASS_LOW : ci > QUCO_CI_HIGH ? QUCO_CI_CLASS_HIGH : QUCO_CI_CLASS_MEDIUM;
+    p.cls = cls;
     p.nominal = clock == g->core_clock_mhz;
-    set_rates(&p, p.nominal ? cpb_nominal : cycles_per_byte(clock), h->consumer_wavefronts);
-    const groups_t *gr = &groups;
+    set_rates(&p, clock, h->consumer_wavefronts);
 
     uint32_t tk = choose_tile(&p);
-    while (!streaming_slots(&p, tk, gslots)) {
-        if (tk == min_k) {
-            /* nothing fits: not even one slot of the smallest tile per queue (the model
-             * checks this first; the answer is the same, the common path is shorter) */
-            uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
-            if (barriers > g->barrier_limit) {
-                *detail = barriers;
-                return QUCO_STATUS_BARRIER_LIMIT;
-            }
-            fits(&p, min_k, 0, 1u);
-            *detail = p.meta + need_bytes;
-            return QUCO_STATUS_LDS_NO_FIT;
+    if (!streaming_slots(&p, tk, gslots)) {
+        /* nothing fits: not even one slot of the smallest tile per queue (the model checks
+         * this first; the answer is the same, the common path is shorter) */
+        uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
+        if (barriers > g->barrier_limit) {
+            *detail = barriers;
+            return QUCO_STATUS_BARRIER_LIMIT;
         }
-        tk--;
+        fits(&p, min_k, 0, 1u);
+        *detail = p.meta + need_bytes;
+        return QUCO_STATUS_LDS_NO_FIT;
     }
-    /* stationary queues share what the streaming queues left, evenly (the last fits()
-     * counted the streaming slots plus one per stationary queue) */
+    /* the last fits() counted the final streaming slots */
+    /* stationary queues share what the streaming queues left, evenly: each already has
+     * one slot; Algorithm 3 rounds and CU-steps their count like the streaming ones' */
     if (gr->n_stat) {
         uint32_t spare = p.avail - need_bytes;
         uint32_t spare_barriers = g->barrier_limit - QUCO_BARRIERS_PER_SLOT * need_slots;
@@ -367,15 +359,17 @@ uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
             spare /= gr->n_stat;
             spare_barriers /= gr->n_stat;
         }
-        uint32_t s_barriers = 1u + spare_barriers / QUCO_BARRIERS_PER_SLOT;
+        uint32_t room_barriers = spare_barriers / QUCO_BARRIERS_PER_SLOT;
         for (uint32_t i = 0; i < gr->ng; i++) {
             const group_t *q = &gr->g[i];
             if (!q->stat)
                 continue;
             uint32_t block_k = tk + q->es > 7u ? tk + q->es : 7u; /* align_up(t*e) = 2^block_k */
-            uint32_t s = 1u + (spare >> block_k);
-            s = min_u(min_u(s, s_barriers), g->max_slots);
-            gslots[i] = (uint8_t)min_u(s, tiles_in(q->length, tk));
+            uint32_t room = 1u + min_u(spare >> block_k, room_barriers);
+            uint32_t s = cu_step(&p, round_pow2(&p, (float)min_u(room, g->max_slots)));
+            while (s > room)
+                s >>= 1;
+            gslots[i] = (uint8_t)s;
         }
     }
     for (uint32_t i = 0; i < gr->ng; i++)
