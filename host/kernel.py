@@ -51,6 +51,7 @@ class Kernel:
     description: str = ""
     work_groups: int = 0   # grid size for the performance model; 0 = one per active CU
     output_bytes: int = 0  # bytes one work-group writes to global memory
+    flops_per_work_group: int = 0  # for the performance model; 0 = CI x the bytes the queues carry
 
     def header(self) -> dict:
         return dict(magic=abi.LAUNCH_MAGIC, flags=self.flags, compute_intensity=self.compute_intensity,
@@ -236,7 +237,8 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
                   core_clock_mhz=int(part.get("core_clock_mhz", 0)), active_cus=int(part.get("active_cus", 0)),
                   lds_bytes=int(part.get("lds_bytes", 0)), gpu=doc.get("gpu"),
                   description=doc.get("description", ""), work_groups=int(grid.get("work_groups", 0)),
-                  output_bytes=int(grid.get("output_bytes", 0)))
+                  output_bytes=int(grid.get("output_bytes", 0)),
+                  flops_per_work_group=int(grid.get("flops_per_work_group", 0)))
 
 
 def _no_duplicates(pairs):

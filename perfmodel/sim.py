@@ -112,6 +112,7 @@ class Model:
         self.dram_rate = min(m.dram_bytes_per_cycle / cus_used, self.fabric)
         active_pools = min(work.consumer_wavefronts, m.pools)
         self.flops_per_cycle = m.flops_per_cycle * active_pools / m.pools
+        self.flops_per_byte = work.flops_per_byte  # the work-group's FLOPs spread over its bytes
         self.groups = self._groups()
         self.steps = max(g.tiles for g in self.groups)
         self.out_per_step = work.output_bytes / self.steps
@@ -226,7 +227,7 @@ class Model:
 
     def _compute(self, slot: int, k: int, step_bytes: int):
         env = self.env
-        cycles = self.work.compute_intensity * step_bytes / self.flops_per_cycle
+        cycles = self.flops_per_byte * step_bytes / self.flops_per_cycle
         self.busy += cycles
         if self.simd is None:  # every resident work-group has SIMDs of its own
             t = env.now

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from quco.gst import abi
+from quco.host.kernel import KernelError
 from quco.host.reference import align
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
@@ -32,13 +33,25 @@ class Work:
     consumer_wavefronts: int
     work_groups: int = 0       # 0: one per active CU
     output_bytes: int = 0      # written by one work-group
+    flops: int = 0             # computed by one work-group; 0: compute_intensity x queue bytes
 
     @classmethod
     def of(cls, kernel) -> "Work":
         """From a quco.host.kernel.Kernel."""
+        if not kernel.flops_per_work_group and kernel.ci_class:
+            raise KernelError([f"{kernel.name}: grid.flops_per_work_group: missing; the performance model needs "
+                               f"FLOPs and compute_intensity is the class {kernel.ci_class!r}: give "
+                               "grid.flops_per_work_group (integer >= 0) or a numeric compute_intensity"])
         return cls(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues),
                    float(kernel.compute_intensity), kernel.consumer_wavefronts,
-                   kernel.work_groups, kernel.output_bytes)
+                   kernel.work_groups, kernel.output_bytes, kernel.flops_per_work_group)
+
+    @property
+    def flops_per_byte(self) -> float:
+        """FLOPs per byte the queues carry (one pass over every queue)."""
+        if not self.flops:
+            return self.compute_intensity
+        return self.flops / sum(q.length * q.elem_size for q in self.queues)
 
     def runs(self) -> list[tuple[int, int]]:
         """(first index, count) of each run of identical consecutive queues."""

@@ -16,8 +16,8 @@ from quco.perfmodel.sweep import SweepError, gst_variants, run, sweep_task, writ
 
 STREAM, STATION = 0, 1
 # Small kernels so an exhaustive search takes a fraction of a second.
-SMALL_DOT = Kernel("small-dot", 0.5, 8, [(2048, STREAM, 2)] * 2, work_groups=64, output_bytes=2)
-SMALL_MM = Kernel("small-mm", 30.0, 8, [(1024, STREAM, 2)] * 4 + [(1024, STATION, 2)],
+SMALL_DOT = Kernel("small-dot", 0.5, consumer_wavefronts=8, queues=[(2048, STREAM, 2)] * 2, work_groups=64, output_bytes=2)
+SMALL_MM = Kernel("small-mm", 30.0, consumer_wavefronts=8, queues=[(1024, STREAM, 2)] * 4 + [(1024, STATION, 2)],
                   work_groups=128, output_bytes=512)
 BANDWIDTHS = [256000, 512000]
 ROW_KEYS = ["gpu", "kernel", "dram_bw_mbps", "quco_status", "quco_config", "quco_cycles",
@@ -68,7 +68,7 @@ def test_less_bandwidth_slows_the_memory_bound_kernel(serial_rows):
 
 def test_quco_that_cannot_configure_gives_an_empty_row(r9):
     # 16 queues: metadata 768 B + 16 x one 64-element fp16 slot = 2,816 B > 2,048 B of LDS
-    wide = Kernel("wide", 1.0, 8, [(4096, STREAM, 2)] * 16, work_groups=64)
+    wide = Kernel("wide", 1.0, consumer_wavefronts=8, queues=[(4096, STREAM, 2)] * 16, work_groups=64)
     (task,) = sweep.make_tasks(r9, {"lds_bytes": [2048]}, [wide])
     (row,) = sweep_task(task)
     assert row["quco_status"] == "no configuration fits the LDS"
