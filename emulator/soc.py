@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE,
                      UC_HOOK_MEM_WRITE_PROT, UC_HOOK_MEM_WRITE_UNMAPPED, UC_HOOK_MEM_FETCH_PROT,
-                     UC_MEM_WRITE, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
+                     UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE, UC_MEM_WRITE_PROT,
+                     UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
                      UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn.riscv_const import UC_RISCV_REG_PC
-from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 from unicorn.unicorn_py3 import unicorn as _binding
 
-from quco.emulator import disasm, faults, isa
+from quco.emulator import disasm, faults, isa, quirks
 from quco.emulator.elf import Image
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
@@ -96,27 +97,40 @@ class Soc:
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
+        self.minmax = quirks.MinMaxFix(uc, image.segments)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
-        if not count:  # no per-block hook: no counts, and no instruction-set check either
-            watchdog.watch(self)
-        elif trace:
-            self._add_block_hook(self._on_block_traced)
-        elif timer is not None:
-            self._add_block_hook(self._on_block_timed)
-        else:
-            self._add_block_hook(self._on_block)
+        self._install_counting()
         if count_memory:
             for r in (abi.ROM, abi.DATA, abi.GST_REGION):
                 uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, r.name,
                             begin=r.base, end=r.base + r.size - 1)
         self.pc = image.entry
-        self.instructions = self.blocks = self.cycles = 0
+        self.instructions = self.blocks = self.cycles = self.misaligned = 0
+        self.split_penalty = timer.p.split_access if timer is not None else 0
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
 
     # ---------------------------------------------------------------- hooks
+    def _install_counting(self):
+        """The per-block hook of the counting mode (quco.emulator.debug adds its own)."""
+        if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
+            watchdog.watch(self)
+            return
+        if self.tracing:
+            self._add_block_hook(self._on_block_traced)
+        elif self.timer is not None:
+            self._add_block_hook(self._on_block_timed)
+        else:
+            self._add_block_hook(self._on_block)
+        if self.tracing or self.timer is not None:
+            self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
+
+    def _add_raw_hook(self, kind, fptr):
+        self._raw_hooks.append(fptr)  # keep the C function pointer alive
+        self.uc._Uc__do_hook_add(kind, fptr, 1, 0)
+
     def _add_block_hook(self, fn):
         """Register fn(handle, address, size, key) for every executed block.
 
@@ -127,9 +141,7 @@ class Soc:
         if raw is None:  # another binding version: the documented, slower path
             self.uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: fn(None, a, s, None))
             return
-        fptr = HOOK_CODE_CFUNC(fn)
-        self._raw_hooks.append(fptr)  # keep the C function pointer alive
-        raw(UC_HOOK_BLOCK, fptr, 1, 0)
+        self._add_raw_hook(UC_HOOK_BLOCK, HOOK_CODE_CFUNC(fn))
 
     # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
     # hooks count, and check each block's instruction set the first time they see it; they
@@ -180,6 +192,17 @@ class Soc:
         self.instructions += size >> 2
         self.blocks += 1
 
+    def _on_data_access(self, _handle, _access, address, size, _value, _key):
+        """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,
+        when it crosses a word boundary (a word not on a word boundary, a halfword at
+        address 3 mod 4): Unicorn performs it, the timing model charges the extra cycle."""
+        if (size == 4 and address & 3) or (size == 2 and address & 3 == 3):
+            self.cycles += self.split_penalty
+            self.misaligned += 1
+            if self.tracing:
+                a, s, c = self.trace[-1]
+                self.trace[-1] = (a, s, c + self.split_penalty)
+
     def _on_access(self, uc, access, address, size, value, region):
         counts = self.writes if access == UC_MEM_WRITE else self.reads
         counts[region] = counts.get(region, 0) + 1
@@ -199,15 +222,20 @@ class Soc:
 
     def _on_invalid(self, uc, access, address, size, value, _):
         window = next((r for r in abi.REGIONS if r.base <= address < r.base + _pages(r.size)), None)
-        if access == UC_MEM_WRITE_PROT:
+        if access in (UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED) and window is not None:
+            # (Unicorn fetches 2 bytes first, for RVC: the size says nothing here)
+            self._set_fault(faults.ExecuteProtected, f"instruction fetch from {window.name}: only ROM "
+                            "is executable", address)
+        elif access == UC_MEM_WRITE_PROT:
             self._set_fault(faults.WriteProtected, f"store of {size} B to {window.name if window else '?'}", address)
         elif window is abi.LDS:  # inside the LDS window, past the LDS the GST declares
             verb = "write" if access == UC_MEM_WRITE_UNMAPPED else "read"
             self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past LDS ({self.lds_bytes} B at "
                             f"0x{abi.LDS.base:08x})", address)
         else:
-            kind = "store" if access == UC_MEM_WRITE_UNMAPPED else "fetch or load"
-            self._set_fault(faults.UnmappedAccess, f"{kind} of {size} B outside every region", address)
+            what = {UC_MEM_WRITE_UNMAPPED: f"store of {size} B", UC_MEM_FETCH_UNMAPPED: "instruction fetch"}
+            self._set_fault(faults.UnmappedAccess, f"{what.get(access, f'load of {size} B')} outside every region",
+                            address)
         return False
 
     def _on_trap(self, uc, intno, _):
@@ -228,7 +256,7 @@ class Soc:
     def run(self) -> Step:
         """Run from the saved PC until the firmware sleeps (wfi) again."""
         self._fault = None
-        self.instructions = self.blocks = self.cycles = 0
+        self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         try:
@@ -244,6 +272,7 @@ class Soc:
                     self._deadline = None
                 limit = f"{self.wall_budget:g} s (uncounted mode)"
             pc = self._read_pc()
+            self.minmax.settle(pc)
             if not self._fault and (self._timed_out or pc not in self._wfi_exits()):
                 self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:

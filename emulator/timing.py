@@ -33,6 +33,7 @@ class Profile:
     result: dict
     jalr_operand: int
     fpu_busy: bool
+    split_access: int = 0  # extra cycles of a load/store split in two (crosses a word boundary)
     path: Path | None = None
 
 
@@ -60,7 +61,8 @@ def load_profile(spec: str | Path = "cv32e40p") -> Profile:
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
                 raise ProfileError(f"{path}: [{table}] {k} = {v!r}: expected an integer 0..1000")
     return Profile(doc.get("name", path.stem), doc.get("description", ""), dict(issue), dict(result),
-                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)), path)
+                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)),
+                   int(hazard.get("split_access", 0)), path=path)
 
 
 @dataclass
