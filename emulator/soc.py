@@ -108,6 +108,7 @@ class Soc:
         self.pc = image.entry
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.split_penalty = timer.p.split_access if timer is not None else 0
+        self.woken = 0  # steps run so far: the first one starts at reset
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
@@ -259,6 +260,7 @@ class Soc:
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
+        self.cycles = self._wake_cycles()
         try:
             if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
@@ -287,6 +289,10 @@ class Soc:
         if self._fault is not None:
             self._raise_fault(pc)
         self.pc = pc
+        self.woken += 1
+        if self.tracing and self.trace and self.timer:  # the wake-up belongs to the first block
+            a, s, c = self.trace[0]
+            self.trace[0] = (a, s, c + self._wake_cycles(self.woken - 1))
         reads = writes = None
         if self.count_memory:
             reads = {r.name: self.reads.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
@@ -294,6 +300,14 @@ class Soc:
             writes = {r.name: self.writes.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
         return Step(self.instructions, self.blocks, self.cycles if (self.timer or self.tracing) else None,
                     reads, writes, self.trace if self.tracing else None)
+
+    def _wake_cycles(self, steps_before: int | None = None) -> int:
+        """Cycles before the step's first instruction issues: from reset release for the
+        first step, from the doorbell interrupt for every later one (profile [wake])."""
+        if self.timer is None:
+            return 0
+        first = (self.woken if steps_before is None else steps_before) == 0
+        return self.timer.p.wake_reset if first else self.timer.p.wake_interrupt
 
     def _read_pc(self) -> int:
         """The PC, through the C API when the binding exposes it: the binding's reg_read

@@ -197,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", action="store_true", help="use the Python reference model, no emulator")
     p.add_argument("--cycles", action="store_true",
                    help="model cycles, latency and energy (default profile cv32e40p)")
-    p.add_argument("--profile", help="timing profile: cv32e40p, ipc1 or a TOML file (implies cycles)")
+    p.add_argument("--profile", help="timing profile: cv32e40p, cv32e40p-worst, ipc1 or a TOML file (implies cycles)")
     p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
     p.set_defaults(func=cmd_launch)
     p = sub.add_parser("profile", help="cycles and instructions per firmware function for one launch")
