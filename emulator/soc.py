@@ -147,17 +147,23 @@ class Soc:
     # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
     # hooks count, and check each block's instruction set the first time they see it; they
     # run once per executed block and dominate emulation time.
+    def _check_block(self, address, size) -> tuple[int, tuple[int, str] | None]:
+        """(bytes up to and including the block's first wfi, (address, what) of its first
+        instruction outside RV32IMF or None)."""
+        code = bytes(self.uc.mem_read(address, size))
+        real = isa.until_wfi(code)
+        bad = isa.scan(code[:real], address)[0]
+        return real, (bad[0] if bad else None)
+
     def _retired(self, address, size) -> int:
         """Bytes of the block that really execute, checked once per block: up to its first
         wfi, and only RV32IMF (Unicorn's CPU would run RV32A/D/C code too)."""
         known = self._blocks.get(address)
         if known is not None and known[0] == size:
             return known[1]
-        code = bytes(self.uc.mem_read(address, size))
-        real = isa.until_wfi(code)
-        bad = isa.scan(code[:real], address)[0]
+        real, bad = self._check_block(address, size)
         if bad:
-            at, what = bad[0]
+            at, what = bad
             self._set_fault(faults.IllegalInstruction, f"{what} (the core is RV32IMF)", None, at)
             self.uc.emu_stop()
             real = at - address
@@ -248,19 +254,36 @@ class Soc:
         uc.emu_stop()
 
     # ---------------------------------------------------------------- running
-    def _raise_fault(self, stopped_at: int):
-        """Raise the step's first fault, at its own PC if it recorded one."""
+    def _fault_exception(self, stopped_at: int) -> faults.Fault:
+        """The step's first fault, at its own PC if it recorded one."""
         cls, message, address, pc = self._fault
         pc = stopped_at if pc is None else pc
-        raise cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
+        return cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
 
-    def run(self) -> Step:
-        """Run from the saved PC until the firmware sleeps (wfi) again."""
+    def _raise_fault(self, stopped_at: int):
+        raise self._fault_exception(stopped_at)
+
+    def _begin_step(self):
         self._fault = None
-        self.instructions = self.blocks = self.cycles = self.misaligned = 0
+        self.instructions = self.blocks = self.misaligned = 0
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         self.cycles = self._wake_cycles()
+
+    def _fault_from(self, e: UcError) -> int:
+        """Record the fault of a step that Unicorn ended with an error; returns the PC."""
+        pc = self._read_pc()
+        if self._fault is None:
+            if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
+                self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
+            else:
+                cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
+                self._set_fault(cls, str(e), None)
+        return pc
+
+    def run(self) -> Step:
+        """Run from the saved PC until the firmware sleeps (wfi) again."""
+        self._begin_step()
         try:
             if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
@@ -278,16 +301,13 @@ class Soc:
             if not self._fault and (self._timed_out or pc not in self._wfi_exits()):
                 self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:
-            pc = self._read_pc()
-            if self._fault is None:
-                if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
-                    self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
-                else:
-                    cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
-                    self._set_fault(cls, str(e), None)
-            self._raise_fault(pc)
+            self._raise_fault(self._fault_from(e))
         if self._fault is not None:
             self._raise_fault(pc)
+        return self._end_step(pc)
+
+    def _end_step(self, pc: int) -> Step:
+        """The step slept at pc: its counts."""
         self.pc = pc
         self.woken += 1
         if self.tracing and self.trace and self.timer:  # the wake-up belongs to the first block
