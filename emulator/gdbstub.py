@@ -119,7 +119,10 @@ class Channel:
 
     def _ack(self, byte: bytes):
         if self.ack:
-            self.sock.sendall(byte)
+            try:
+                self.sock.sendall(byte)
+            except OSError:  # gone already: still carry out what it sent; the reply will fail
+                pass
 
     def send(self, payload: str | bytes):
         data = payload.encode("latin-1") if isinstance(payload, str) else payload
@@ -133,9 +136,9 @@ class Channel:
 class Session:
     """One client's conversation with the target."""
 
-    def __init__(self, target: Target, channel: Channel, log=print):
+    def __init__(self, target: Target, channel: Channel, log=print, last: str = "S05"):
         self.t, self.ch, self.log = target, channel, log
-        self.last = "S05"
+        self.last = last  # the last stop reply ('?'), kept across clients by serve()
         self.features: set[str] = set()
         self.end: str | None = None  # why the session ended: detach, kill, exit
 
@@ -172,37 +175,34 @@ class Session:
         return True
 
     # ---------------------------------------------------------------- running
-    def _stop_reply(self, stop: Stop) -> str:
+    def _stop_reply(self, stop: Stop) -> tuple[str, str | None]:
+        """(stop reply, text for the GDB console or None)."""
         if stop.kind == "breakpoint":
             kind = "hwbreak" if stop.hardware else "swbreak"
-            return f"T05{kind}:;" if kind + "+" in self.features else "T05"
+            return (f"T05{kind}:;" if kind + "+" in self.features else "T05"), None
         if stop.kind == "watch":
             kind, address = stop.watch
-            return f"T05{kind}:{address:x};"
+            return f"T05{kind}:{address:x};", None
         if stop.kind == "sleep":
             name = self.t.steps[-1][0]
             nxt = (f"continue to push launch {self.t.pushed + 1} of {self.t.launches}"
                    if self.t.pushed < self.t.launches else "continue to end the session")
-            text = (f"quco: {name} ended in wfi: {stop.step.instructions:,} instructions, "
-                    f"{stop.step.cycles:,} cycles ({self.t.timer.p.name}); {nxt}\n")
-            self.log(text.rstrip())
-            self.ch.console(text)
-            return "T05"
+            return "T05", (f"quco: {name} ended in wfi: {stop.step.instructions:,} instructions, "
+                           f"{stop.step.cycles:,} cycles ({self.t.timer.p.name}); {nxt}\n")
         if stop.kind == "fault":
-            text = f"quco: {self.t.step_name} faulted: {stop.fault}\n"
-            self.log(text.rstrip())
-            self.ch.console(text)
-            return f"T{stop.signal:02x}"
+            return f"T{stop.signal:02x}", f"quco: {self.t.step_name} faulted: {stop.fault}\n"
         if stop.kind == "exit":
             self.end = "exit"
-            return f"X{stop.signal:02x}" if stop.fault else "W00"
-        return f"T{SIGTRAP:02x}"
+            return (f"X{stop.signal:02x}" if stop.fault else "W00"), None
+        return f"T{SIGTRAP:02x}", None
 
     def _resume(self, step: bool, address: str = "") -> str:
         if address:
             self.t.soc.set_pc(int(address, 16))
-        stop = self.t.resume(step)
-        self.last = self._stop_reply(stop)
+        self.last, text = self._stop_reply(self.t.resume(step))
+        if text:
+            self.log(text.rstrip())
+            self.ch.console(text)  # may find the client gone: the stop is kept for the next
         return self.last
 
     def _vcont(self, args: str) -> str:
@@ -337,6 +337,8 @@ class Session:
                 continue  # steps end by themselves within the budget; the stop reply follows
             try:
                 reply = packet if isinstance(packet, str) else self.handle(packet)
+            except OSError:
+                return "disconnect"
             except (ValueError, IndexError) as e:  # malformed arguments
                 self.log(f"gdb: malformed packet {bytes(packet)[:40]!r}: {e}")
                 reply = "E01"
@@ -369,13 +371,15 @@ def serve(target: Target, sock: socket.socket, log=print) -> str:
     """Serve clients one after another until one ends the session; returns how it ended
     (detach, kill, exit). Closes the listening socket."""
     host, port = sock.getsockname()[:2]
+    last = "S05"
     try:
         while True:
             conn, peer = sock.accept()
             log(f"gdb: client {peer[0]}:{peer[1]} connected")
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with conn:
-                end = Session(target, Channel(conn, log), log).run()
+                session = Session(target, Channel(conn, log), log, last)
+                end, last = session.run(), session.last
             if end != "disconnect":
                 return end
             log(f"gdb: client went away; the unit stays as it is, waiting on {host}:{port}")
