@@ -4,7 +4,8 @@ instruction and cycle counts exactly what an undisturbed run gives.
 A normal Soc counts per translated block, which a debugger cannot use: resuming in the
 middle of a block makes Unicorn translate a new block from there, and counting it again
 would count its instructions twice. `DebugSoc` counts per instruction instead (a code hook
-on every instruction, about 1.6 M instructions/s, ample for a person at a debugger):
+on every instruction: a few hundred thousand instructions a second, ample for a person at
+a debugger):
 
 - The block hook still names the block the timing model would see. After a stop in the
   middle of block B, the first block Unicorn reports on resuming starts inside B and ends
