@@ -100,6 +100,7 @@ class Soc:
         self.minmax = quirks.MinMaxFix(uc, image.segments)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
+        self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:
             for r in (abi.ROM, abi.DATA, abi.GST_REGION):
@@ -107,7 +108,6 @@ class Soc:
                             begin=r.base, end=r.base + r.size - 1)
         self.pc = image.entry
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
-        self.split_penalty = timer.p.split_access if timer is not None else 0
         self.woken = 0  # steps run so far: the first one starts at reset
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
@@ -125,7 +125,7 @@ class Soc:
             self._add_block_hook(self._on_block_timed)
         else:
             self._add_block_hook(self._on_block)
-        if self.tracing or self.timer is not None:
+        if self.split_penalty:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
 
     def _add_raw_hook(self, kind, fptr):
