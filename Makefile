@@ -1,6 +1,7 @@
 # QuCo: firmware, emulator and tests. Every target installs what it needs on a fresh
 # Debian machine: the RISC-V toolchain (Debian package gcc-riscv64-unknown-elf) via apt,
-# the Python package into .venv.
+# GDB for the debugger tests (Debian package gdb-multiarch) via apt, the Python package
+# into .venv.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,12 +20,16 @@ LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
 FW_SRC := $(wildcard firmware/src/*.c) firmware/src/crt0.S
 GENERATED := firmware/include/quco_abi.h firmware/regions.ld docs/abi-tables.md
 
-.PHONY: all firmware toolchain venv demo test bench fuzz clean
+.PHONY: all firmware toolchain gdb venv demo test bench fuzz clean
 all: firmware
 
 toolchain:
 	@command -v $(CROSS)gcc >/dev/null || { $(SUDO) apt-get update && \
 	  $(SUDO) apt-get install -y --no-install-recommends gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf; }
+
+gdb:
+	@command -v gdb-multiarch >/dev/null || { $(SUDO) apt-get update && \
+	  $(SUDO) apt-get install -y --no-install-recommends gdb-multiarch; }
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -48,7 +53,7 @@ firmware: toolchain venv $(GENERATED)
 demo: firmware
 	$(BIN)/quco-emu launch examples/kernels/matrix-matrix.json
 
-test: firmware
+test: firmware gdb
 	$(BIN)/python -m pytest -q
 
 bench: firmware

@@ -29,6 +29,11 @@ class WriteProtected(Fault):
     kind = "write to read-only memory"
 
 
+class ExecuteProtected(Fault):
+    """An instruction fetch from a region the core cannot execute (DATA, GST, mailbox, LDS)."""
+    kind = "instruction fetch from non-executable memory"
+
+
 class OutOfBounds(Fault):
     kind = "access past the end of a region"
 

@@ -32,6 +32,11 @@ ZICSR = {"csrrw", "csrrs", "csrrc", "csrrwi", "csrrsi", "csrrci",
 MACHINE = {"wfi", "mret"}
 ALLOWED = RV32I | RV32I_PSEUDO | RV32M | RV32F | RV32F_PSEUDO | ZICSR | MACHINE
 
+# Instructions a reader may expect on an RV32IMF core, with why this one does not have them
+# (the Soc adds "(the core is RV32IMF)").
+NOT_HERE = {"fence.i": "fence.i is Zifencei, not RV32IMF + Zicsr: the unit's code runs from ROM, which "
+                       "no store can change, so there is no instruction stream to synchronise"}
+
 WFI = 0x10500073
 EBREAK = 0x00100073
 
@@ -57,7 +62,8 @@ def scan(code: bytes, address: int) -> tuple[list[tuple[int, str]], int]:
         if insn is None:
             found.append((at, f"cannot decode 0x{int.from_bytes(word, 'little'):0{2 * len(word)}x}"))
         elif insn.mnemonic not in ALLOWED:
-            found.append((at, f"{insn.mnemonic} {insn.op_str} is not RV32IMF".replace("  ", " ")))
+            found.append((at, NOT_HERE.get(insn.mnemonic)
+                          or f"{insn.mnemonic} {insn.op_str} is not RV32IMF".replace("  ", " ")))
         checked += 1
         off += 4
     return found, checked

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE,
                      UC_HOOK_MEM_WRITE_PROT, UC_HOOK_MEM_WRITE_UNMAPPED, UC_HOOK_MEM_FETCH_PROT,
-                     UC_MEM_WRITE, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
+                     UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE, UC_MEM_WRITE_PROT,
+                     UC_MEM_WRITE_UNMAPPED, UC_MODE_RISCV32,
                      UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn.riscv_const import UC_RISCV_REG_PC
-from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 from unicorn.unicorn_py3 import unicorn as _binding
 
-from quco.emulator import disasm, faults, isa
+from quco.emulator import disasm, faults, isa, quirks
 from quco.emulator.elf import Image
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
@@ -96,27 +97,41 @@ class Soc:
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
+        self.minmax = quirks.MinMaxFix(uc, image.segments)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
-        if not count:  # no per-block hook: no counts, and no instruction-set check either
-            watchdog.watch(self)
-        elif trace:
-            self._add_block_hook(self._on_block_traced)
-        elif timer is not None:
-            self._add_block_hook(self._on_block_timed)
-        else:
-            self._add_block_hook(self._on_block)
+        self.split_penalty = timer.p.split_access if timer is not None else 0
+        self._install_counting()
         if count_memory:
             for r in (abi.ROM, abi.DATA, abi.GST_REGION):
                 uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, r.name,
                             begin=r.base, end=r.base + r.size - 1)
         self.pc = image.entry
-        self.instructions = self.blocks = self.cycles = 0
+        self.instructions = self.blocks = self.cycles = self.misaligned = 0
+        self.woken = 0  # steps run so far: the first one starts at reset
         self.prev = None
         self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
 
     # ---------------------------------------------------------------- hooks
+    def _install_counting(self):
+        """The per-block hook of the counting mode (quco.emulator.debug adds its own)."""
+        if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
+            watchdog.watch(self)
+            return
+        if self.tracing:
+            self._add_block_hook(self._on_block_traced)
+        elif self.timer is not None:
+            self._add_block_hook(self._on_block_timed)
+        else:
+            self._add_block_hook(self._on_block)
+        if self.split_penalty:  # a profile that charges split accesses: check every access
+            self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
+
+    def _add_raw_hook(self, kind, fptr):
+        self._raw_hooks.append(fptr)  # keep the C function pointer alive
+        self.uc._Uc__do_hook_add(kind, fptr, 1, 0)
+
     def _add_block_hook(self, fn):
         """Register fn(handle, address, size, key) for every executed block.
 
@@ -127,24 +142,28 @@ class Soc:
         if raw is None:  # another binding version: the documented, slower path
             self.uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: fn(None, a, s, None))
             return
-        fptr = HOOK_CODE_CFUNC(fn)
-        self._raw_hooks.append(fptr)  # keep the C function pointer alive
-        raw(UC_HOOK_BLOCK, fptr, 1, 0)
+        self._add_raw_hook(UC_HOOK_BLOCK, HOOK_CODE_CFUNC(fn))
 
     # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
     # hooks count, and check each block's instruction set the first time they see it; they
     # run once per executed block and dominate emulation time.
+    def _check_block(self, address, size) -> tuple[int, tuple[int, str] | None]:
+        """(bytes up to and including the block's first wfi, (address, what) of its first
+        instruction outside RV32IMF or None)."""
+        code = bytes(self.uc.mem_read(address, size))
+        real = isa.until_wfi(code)
+        bad = isa.scan(code[:real], address)[0]
+        return real, (bad[0] if bad else None)
+
     def _retired(self, address, size) -> int:
         """Bytes of the block that really execute, checked once per block: up to its first
         wfi, and only RV32IMF (Unicorn's CPU would run RV32A/D/C code too)."""
         known = self._blocks.get(address)
         if known is not None and known[0] == size:
             return known[1]
-        code = bytes(self.uc.mem_read(address, size))
-        real = isa.until_wfi(code)
-        bad = isa.scan(code[:real], address)[0]
+        real, bad = self._check_block(address, size)
         if bad:
-            at, what = bad[0]
+            at, what = bad
             self._set_fault(faults.IllegalInstruction, f"{what} (the core is RV32IMF)", None, at)
             self.uc.emu_stop()
             real = at - address
@@ -180,6 +199,17 @@ class Soc:
         self.instructions += size >> 2
         self.blocks += 1
 
+    def _on_data_access(self, _handle, _access, address, size, _value, _key):
+        """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,
+        when it crosses a word boundary (a word not on a word boundary, a halfword at
+        address 3 mod 4): Unicorn performs it, the timing model charges the extra cycle."""
+        if (size == 4 and address & 3) or (size == 2 and address & 3 == 3):
+            self.cycles += self.split_penalty
+            self.misaligned += 1
+            if self.tracing:
+                a, s, c = self.trace[-1]
+                self.trace[-1] = (a, s, c + self.split_penalty)
+
     def _on_access(self, uc, access, address, size, value, region):
         counts = self.writes if access == UC_MEM_WRITE else self.reads
         counts[region] = counts.get(region, 0) + 1
@@ -199,15 +229,20 @@ class Soc:
 
     def _on_invalid(self, uc, access, address, size, value, _):
         window = next((r for r in abi.REGIONS if r.base <= address < r.base + _pages(r.size)), None)
-        if access == UC_MEM_WRITE_PROT:
+        if access in (UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED) and window is not None:
+            # (Unicorn fetches 2 bytes first, for RVC: the size says nothing here)
+            self._set_fault(faults.ExecuteProtected, f"instruction fetch from {window.name}: only ROM "
+                            "is executable", address)
+        elif access == UC_MEM_WRITE_PROT:
             self._set_fault(faults.WriteProtected, f"store of {size} B to {window.name if window else '?'}", address)
         elif window is abi.LDS:  # inside the LDS window, past the LDS the GST declares
             verb = "write" if access == UC_MEM_WRITE_UNMAPPED else "read"
             self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past LDS ({self.lds_bytes} B at "
                             f"0x{abi.LDS.base:08x})", address)
         else:
-            kind = "store" if access == UC_MEM_WRITE_UNMAPPED else "fetch or load"
-            self._set_fault(faults.UnmappedAccess, f"{kind} of {size} B outside every region", address)
+            what = {UC_MEM_WRITE_UNMAPPED: f"store of {size} B", UC_MEM_FETCH_UNMAPPED: "instruction fetch"}
+            self._set_fault(faults.UnmappedAccess, f"{what.get(access, f'load of {size} B')} outside every region",
+                            address)
         return False
 
     def _on_trap(self, uc, intno, _):
@@ -219,18 +254,36 @@ class Soc:
         uc.emu_stop()
 
     # ---------------------------------------------------------------- running
-    def _raise_fault(self, stopped_at: int):
-        """Raise the step's first fault, at its own PC if it recorded one."""
+    def _fault_exception(self, stopped_at: int) -> faults.Fault:
+        """The step's first fault, at its own PC if it recorded one."""
         cls, message, address, pc = self._fault
         pc = stopped_at if pc is None else pc
-        raise cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
+        return cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
+
+    def _raise_fault(self, stopped_at: int):
+        raise self._fault_exception(stopped_at)
+
+    def _begin_step(self):
+        self._fault = None
+        self.instructions = self.blocks = self.misaligned = 0
+        self.prev = None
+        self.reads, self.writes, self.trace = {}, {}, []
+        self.cycles = self._wake_cycles()
+
+    def _fault_from(self, e: UcError) -> int:
+        """Record the fault of a step that Unicorn ended with an error; returns the PC."""
+        pc = self._read_pc()
+        if self._fault is None:
+            if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
+                self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
+            else:
+                cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
+                self._set_fault(cls, str(e), None)
+        return pc
 
     def run(self) -> Step:
         """Run from the saved PC until the firmware sleeps (wfi) again."""
-        self._fault = None
-        self.instructions = self.blocks = self.cycles = 0
-        self.prev = None
-        self.reads, self.writes, self.trace = {}, {}, []
+        self._begin_step()
         try:
             if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
@@ -244,20 +297,22 @@ class Soc:
                     self._deadline = None
                 limit = f"{self.wall_budget:g} s (uncounted mode)"
             pc = self._read_pc()
+            self.minmax.settle(pc)
             if not self._fault and (self._timed_out or pc not in self._wfi_exits()):
                 self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:
-            pc = self._read_pc()
-            if self._fault is None:
-                if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
-                    self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
-                else:
-                    cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
-                    self._set_fault(cls, str(e), None)
-            self._raise_fault(pc)
+            self._raise_fault(self._fault_from(e))
         if self._fault is not None:
             self._raise_fault(pc)
+        return self._end_step(pc)
+
+    def _end_step(self, pc: int) -> Step:
+        """The step slept at pc: its counts."""
         self.pc = pc
+        self.woken += 1
+        if self.tracing and self.trace and self.timer:  # the wake-up belongs to the first block
+            a, s, c = self.trace[0]
+            self.trace[0] = (a, s, c + self._wake_cycles(self.woken - 1))
         reads = writes = None
         if self.count_memory:
             reads = {r.name: self.reads.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
@@ -265,6 +320,14 @@ class Soc:
             writes = {r.name: self.writes.get(r.name, 0) for r in (abi.ROM, abi.DATA, abi.GST_REGION)}
         return Step(self.instructions, self.blocks, self.cycles if (self.timer or self.tracing) else None,
                     reads, writes, self.trace if self.tracing else None)
+
+    def _wake_cycles(self, steps_before: int | None = None) -> int:
+        """Cycles before the step's first instruction issues: from reset release for the
+        first step, from the doorbell interrupt for every later one (profile [wake])."""
+        if self.timer is None:
+            return 0
+        first = (self.woken if steps_before is None else steps_before) == 0
+        return self.timer.p.wake_reset if first else self.timer.p.wake_interrupt
 
     def _read_pc(self) -> int:
         """The PC, through the C API when the binding exposes it: the binding's reg_read

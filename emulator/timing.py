@@ -17,7 +17,11 @@ from pathlib import Path
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",
            "fp_add", "fp_mul", "fp_fma", "fp_div", "fp_other", "csr", "csr_machine", "system")
+# classes a profile may leave out, and the class they then cost like (profiles written
+# before the class existed keep their meaning)
+OPTIONAL = {"csr_fp_write": "csr"}
 FP = 32  # FP registers are numbered 32..63 in the scoreboard
+FP_CSRS = {0x001, 0x002, 0x003}  # fflags, frm, fcsr
 MACHINE_CSRS = {0x300, 0x341, 0x305, 0x342, 0xB00, 0xB02, 0xB80, 0xB82, 0x320, 0x7B0, 0x7B1, 0x7B2, 0x7B3}
 
 
@@ -33,6 +37,10 @@ class Profile:
     result: dict
     jalr_operand: int
     fpu_busy: bool
+    split_access: int = 0  # extra cycles of a load/store split in two (crosses a word boundary)
+    fp_memory_waits: bool = True  # flw/fsw wait for an outstanding FDIV/FSQRT (with fpu_busy)
+    wake_reset: int = 0      # cycles from reset release until the first instruction issues
+    wake_interrupt: int = 0  # cycles from the wake-up interrupt (doorbell) until it issues
     path: Path | None = None
 
 
@@ -50,17 +58,24 @@ def load_profile(spec: str | Path = "cv32e40p") -> Profile:
     except tomllib.TOMLDecodeError as e:
         raise ProfileError(f"{path}: not valid TOML: {e}") from None
     issue, result, hazard = doc.get("issue", {}), doc.get("result", {}), doc.get("hazard", {})
+    wake = doc.get("wake", {})
     missing = [c for c in CLASSES if c not in issue]
     if missing:
         raise ProfileError(f"{path}: [issue] lacks {', '.join(missing)}")
-    for table, values in (("issue", issue), ("result", result)):
+    known = CLASSES + tuple(OPTIONAL)
+    for table, values, names in (("issue", issue, known), ("result", result, known),
+                                 ("wake", wake, ("reset", "interrupt"))):
         for k, v in values.items():
-            if k not in CLASSES:
-                raise ProfileError(f"{path}: [{table}] {k}: unknown class (known: {', '.join(CLASSES)})")
+            if k not in names:
+                raise ProfileError(f"{path}: [{table}] {k}: unknown {'key' if table == 'wake' else 'class'} "
+                                   f"(known: {', '.join(names)})")
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
                 raise ProfileError(f"{path}: [{table}] {k} = {v!r}: expected an integer 0..1000")
-    return Profile(doc.get("name", path.stem), doc.get("description", ""), dict(issue), dict(result),
-                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)), path)
+    issue = {**{k: issue[fallback] for k, fallback in OPTIONAL.items()}, **issue}
+    return Profile(doc.get("name", path.stem), doc.get("description", ""), issue, dict(result),
+                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)),
+                   int(hazard.get("split_access", 0)), bool(hazard.get("fp_load_store_wait", True)),
+                   wake.get("reset", 0), wake.get("interrupt", 0), path=path)
 
 
 @dataclass
@@ -102,7 +117,8 @@ def decode(word: int) -> Insn:
         if f3 == 0:
             return Insn("system", None, ())
         csr = word >> 20
-        cls = "csr_machine" if csr in MACHINE_CSRS else "csr"
+        writes = f3 in (1, 5) or rs1 != 0  # csrrw[i] always; csrrs/c[i] unless x0 / uimm 0
+        cls = "csr_machine" if csr in MACHINE_CSRS else "csr_fp_write" if csr in FP_CSRS and writes else "csr"
         return Insn(cls, rd or None, x(rs1) if f3 < 4 else ())
     if op == 0x07:
         return Insn("load", FP + rd, x(rs1), fpu=True)
@@ -157,7 +173,7 @@ class Timer:
                 start = max(start, ready.get(r, 0))
                 if ins.cls == "jalr" and r == last_dst:  # jumps resolve in ID: no forwarding
                     start = max(start, ready[r] + self.p.jalr_operand)
-            if ins.fpu and self.p.fpu_busy:
+            if ins.fpu and self.p.fpu_busy and (self.p.fp_memory_waits or ins.cls not in ("load", "store")):
                 start = max(start, fpu_free)
             t = start + issue[ins.cls]
             if ins.dst is not None:

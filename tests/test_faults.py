@@ -12,8 +12,8 @@ import pytest
 
 from conftest import MM_KERNEL
 from quco.emulator import elf, faults
-from quco.emulator.faults import (BudgetExceeded, ElfError, IllegalInstruction, OutOfBounds, Trap,
-                                  UnmappedAccess, WriteProtected)
+from quco.emulator.faults import (BudgetExceeded, ElfError, ExecuteProtected, IllegalInstruction, OutOfBounds,
+                                  Trap, UnmappedAccess, WriteProtected)
 from quco.emulator.soc import Soc
 from quco.gst import abi, tables
 from quco.gst.abi import Status
@@ -124,7 +124,7 @@ def test_misaligned_access_straddling_the_end_of_data_is_out_of_bounds(build):
 
 # ---------------------------------------------------------------- unmapped addresses
 @pytest.mark.parametrize("access,message", [
-    ("lw t1, 0(t0)", "fetch or load of 4 B outside every region"),
+    ("lw t1, 0(t0)", "load of 4 B outside every region"),
     ("sw t1, 0(t0)", "store of 4 B outside every region"),
 ])
 def test_load_or_store_to_an_unmapped_address(build, access, message):
@@ -137,7 +137,24 @@ def test_jump_to_an_unmapped_address_faults_at_the_target(build):
     # The fetch faults, so the PC is the target itself (as mepc would be on hardware).
     e, _ = fault_of(build, "li t0, 0x50000000\nfault: jr t0\nwfi", UnmappedAccess)
     assert (e.pc, e.address, e.symbol, e.insn) == (0x5000_0000, 0x5000_0000, "??", "<unmapped>")
-    assert e.message.startswith("fetch or load of")
+    assert e.message == "instruction fetch outside every region"
+
+
+@pytest.mark.parametrize("target,region", [
+    (abi.DATA.base + 0x100, "DATA"),             # mapped read/write: in the region, not executable
+    (abi.DATA.base + abi.DATA.size, "DATA"),     # the guarded tail of DATA's page
+    (abi.GST_REGION.base, "GST"),
+    (abi.MAILBOX.base, "MAILBOX"),
+    (abi.LDS.base, "LDS"),
+    (abi.LDS.base + LDS_BYTES, "LDS"),           # the LDS window past the GST's LDS: unmapped
+])
+def test_jump_into_a_data_region_is_an_execute_permission_fault(build, target, region):
+    # Unicorn reports these as fetch-protection or unmapped fetches; the address lies in a
+    # region of the memory map, so the report names the region and the missing permission
+    e, _ = fault_of(build, f"li t0, 0x{target:x}\nfault: jr t0\nwfi", ExecuteProtected)
+    assert (e.pc, e.address) == (target, target)
+    assert e.message == f"instruction fetch from {region}: only ROM is executable"
+    assert str(e).startswith("instruction fetch from non-executable memory: ")
 
 
 # ---------------------------------------------------------------- traps
@@ -188,7 +205,9 @@ def test_ebreak_is_a_breakpoint_trap(build):
 @pytest.mark.parametrize("encoding,message", [
     (".word 0x02c5f553", "fadd.d fa0, fa1, fa2 is not RV32IMF"),  # RV32D
     (".half 0x0505\n.half 0x0001", "compressed instruction c.addi a0, 1"),  # RV32C, then c.nop
-], ids=["fadd.d", "c.addi"])
+    (".word 0x0000100f", "fence.i is Zifencei, not RV32IMF + Zicsr: the unit's code runs from ROM, which no "
+                         "store can change, so there is no instruction stream to synchronise"),
+], ids=["fadd.d", "c.addi", "fence.i"])
 def test_non_rv32imf_instruction_is_illegal(build, encoding, message):
     # Unicorn's CPU would run these: the Soc checks each block before it counts it
     e, image = fault_of(build, f"li t0, 0x2000\ncsrs mstatus, t0\nfault: {encoding}\nwfi", IllegalInstruction)
