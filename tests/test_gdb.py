@@ -87,8 +87,9 @@ def test_debug_session_from_reset_to_the_end(elf_path, gdb, expected):
     cpb = np.float32(g["core_clock_mhz"] * g["num_cus"]) / np.float32(g["dram_bw_mbps"])
     server = Server(target(elf_path))
     out = gdb(server.port,
-              "hbreak set_rates", "continue",            # boot: gst_derive's first set_rates(p, cpb, 1)
-              "printf \"ARG wfs=%u\\n\", wfs", "p/x $fa0", "p cpb",
+              "hbreak set_rates", "continue",            # boot: gst_derive's first set_rates(p, clock, 1)
+              "printf \"ARG wfs=%u\\n\", wfs", "printf \"ARG clock=%u\\n\", clock", "next", "next", "p cpb",
+              "p/x $fs0", "p/x $fa0", "p/x $fa5", "p/x $ft0", "p/x $fa4",
               "printf \"N0=%u\\n\", $minstret", "stepi 3", "printf \"N3=%u\\n\", $minstret",
               "set {int}0 = 5",                          # ROM: refused
               "delete", "break fits", "continue",        # to the end of boot (wfi)
@@ -97,8 +98,8 @@ def test_debug_session_from_reset_to_the_end(elf_path, gdb, expected):
               "delete", "watch *(unsigned int *)0x40000004", "continue",  # the LDS header's generation
               "continue", "x/8xw 0x40000000", "monitor counts", "continue")
     assert server.join() == "exit"
-    assert "Breakpoint 1, set_rates (" in out and "ARG wfs=1" in out
-    assert f"= 0x{cpb.view(np.uint32):08x}" in out           # the float argument, in fa0 (ilp32f)
+    assert "Breakpoint 1, set_rates (" in out and "ARG wfs=1" in out and f"ARG clock={g['core_clock_mhz']}" in out
+    assert f"= 0x{cpb.view(np.uint32):08x}" in out           # the float local, in an FP register
     assert f"= {float(cpb):g}" in out
     n0, n3 = (int(out.split(f"{k}=")[1].split()[0]) for k in ("N0", "N3"))
     assert n3 - n0 == 3                                      # minstret: the model's count
