@@ -82,16 +82,16 @@ def _run(tasks, args, fn):
 
 def cmd_evaluate(args) -> int:
     out, fail = _ui()
-    paths = args.kernels or sorted(EXAMPLES.glob("*.json"))
-    kernels = [load_kernel(p) for p in paths]
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: tables.load(gpu) for gpu in gpus}
-    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels]
+    given = [load_kernel(p) for p in args.kernels]
+    kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
+    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
     best, models = {}, {}
     for gpu in gpus:
         g = tables.unpack(gsts[gpu])
-        for k in kernels:
+        for k in kernels_of[gpu]:
             models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
     for r in rows:
         if r["case"] == "ATT/Fine-Tuned" and r["cycles"]:
@@ -126,6 +126,13 @@ def cmd_evaluate(args) -> int:
     if args.plot:
         out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
     return 0
+
+
+def bundled_kernels(gpu: str) -> list:
+    """Table III's kernels at the paper's sizes for `gpu` (examples/kernels/<gpu>/), else
+    the R9 Nano's set (examples/kernels/*.json)."""
+    own = EXAMPLES / gpu
+    return [load_kernel(p) for p in sorted((own if own.is_dir() else EXAMPLES).glob("*.json"))]
 
 
 def _config(row: dict, work: Work) -> Config:
@@ -187,7 +194,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
     p = sub.add_parser("evaluate", help="the paper's cases, ablations and portability on the model")
-    p.add_argument("kernels", nargs="*", help="kernel.json files (default: the bundled examples)")
+    p.add_argument("kernels", nargs="*",
+                   help="kernel.json files (default: the bundled Table III set of each GPU, else the R9 Nano's)")
     p.add_argument("--gpu", action="append", help="GST preset or file; repeat for several (default: every preset)")
     p.add_argument("--firmware")
     p.add_argument("--json", action="store_true")
