@@ -16,13 +16,13 @@ import itertools
 import math
 import multiprocessing
 import os
-import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
 from quco.gst import abi, tables
 from quco.host import reference
+from quco.host.atomic import atomic_path
 from quco.perfmodel import params, search
 from quco.perfmodel.work import Config, Work
 
@@ -148,26 +148,6 @@ def _run_dask(client, fn, tasks: list, report, chunk: int | None) -> list:
 
 
 # ---------------------------------------------------------------- writing tables
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path next to `path`; on success it replaces `path` in one step,
-    on failure it is removed, so `path` is either the old file or the new one, whole."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except OSError as e:
-        # an error about our temporary file names the file the caller asked for instead;
-        # OSError(errno, ...) gives the same subclass back (IsADirectoryError, ...)
-        if str(tmp) not in (str(e.filename), str(e.filename2)):
-            raise
-        raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from e
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def columns(rows: list[dict]) -> list[str]:
     """Union of the rows' keys in first-seen order."""
     return list(dict.fromkeys(k for r in rows for k in r))
