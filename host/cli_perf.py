@@ -95,7 +95,7 @@ def cmd_evaluate(args) -> int:
             models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
     for r in rows:
         if r["case"] == "ATT/Fine-Tuned" and r["cycles"]:
-            best[(r["gpu"], r["kernel"])] = (_config(r, models[(r["gpu"], r["kernel"])][1]), r["cycles"])
+            best[(r["gpu"], r["kernel"])] = (_config(r), r["cycles"])
     port = ev.portability(best, models) if not args.no_portability else []
     summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
                "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
@@ -135,7 +135,7 @@ def bundled_kernels(gpu: str) -> list:
     return [load_kernel(p) for p in sorted((own if own.is_dir() else EXAMPLES).glob("*.json"))]
 
 
-def _config(row: dict, work: Work) -> Config:
+def _config(row: dict) -> Config:
     return Config(row["tile"], tuple(int(s) for s in row["slots"].split("/")))
 
 

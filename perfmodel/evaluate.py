@@ -7,6 +7,7 @@ comes from `quco.perfmodel.search`. All are judged by the same model.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 from quco.gst import abi, tables
@@ -124,22 +125,16 @@ def portability(best: dict, models: dict) -> list[dict]:
     def cost(source, target):
         m, work = models[target]
         cfg = adapt(best[source][0], models[source][1], work)
-        if not fits(work, cfg, m.lds_bytes, m.barrier_limit):
-            return None
-        if occupancy(m, work, cfg) < 1:
+        if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
             return None
         return search.evaluate(m, work, cfg).cycles / best[target][1]
 
-    for k in kernels:
-        for src in gpus:
-            for dst in gpus:
-                if (src, k) in best and (dst, k) in best:
-                    rows.append({"kind": "gpu", "scope": k, "source": src, "target": dst,
-                                 "slowdown": cost((src, k), (dst, k))})
-    for gpu in gpus:
-        for src in kernels:
-            for dst in kernels:
-                if (gpu, src) in best and (gpu, dst) in best:
-                    rows.append({"kind": "kernel", "scope": gpu, "source": src, "target": dst,
-                                 "slowdown": cost((gpu, src), (gpu, dst))})
+    # kind "gpu": one kernel's best moved between GPUs; kind "kernel": between kernels on one GPU
+    for kind, scopes, members, key in (("gpu", kernels, gpus, lambda scope, x: (x, scope)),
+                                       ("kernel", gpus, kernels, lambda scope, x: (scope, x))):
+        for scope in scopes:
+            for src, dst in itertools.product(members, repeat=2):
+                if key(scope, src) in best and key(scope, dst) in best:
+                    rows.append({"kind": kind, "scope": scope, "source": src, "target": dst,
+                                 "slowdown": cost(key(scope, src), key(scope, dst))})
     return rows

@@ -103,7 +103,7 @@ class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
                  max_occupancy: int = 0):
         self.m, self.work, self.cfg, self.mode, self.tracing = m, work, cfg, mode, trace
-        cus_used = min(m.cus, work.work_groups or m.cus)
+        cus_used = self.cus_used = min(m.cus, work.work_groups or m.cus)  # CUs that get work
         self.wgs = math.ceil((work.work_groups or m.cus) / cus_used)
         self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
         if self.occ < 1:
@@ -298,7 +298,7 @@ class Model:
             per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
             end += skipped * per_round
         m = self.m
-        cus_used = min(m.cus, self.work.work_groups or m.cus)
+        cus_used = self.cus_used
         transfers = self.transfers * scale
         return Outcome(
             cycles=end, ns=end * 1000.0 / m.clock_mhz, occupancy=self.occ, work_groups_per_cu=self.wgs,
