@@ -13,18 +13,31 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from quco.emulator.faults import ElfError, Fault
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import cli_perf, profile, reference
+from quco.host import atomic, cli_perf, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 DEFAULT_GPU = "r9-nano"
-out = Console(width=None if sys.stdout.isatty() else 100)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 100)
+# markup=False: kernel, queue and GPU names are the user's text and are shown literally
+out = Console(width=None if sys.stdout.isatty() else 100, markup=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, soft_wrap=True)  # messages whole, for grep
+
+
+def clock_mhz(text: str) -> float:
+    """--clock: the QuCo clock in MHz, a finite number above 0 (argparse reports the rest)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected MHz above 0, at most 10000") from None
+    if not (0 < v <= 10_000):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected MHz above 0, at most 10000")
+    return v
 
 
 class UserError(Exception):
@@ -154,7 +167,7 @@ def cmd_diff(args) -> int:
             same = fw.status == ref.status and fw.detail == ref.detail and fw.lds == ref.lds
             bad += not same
             t.add_row(gpu, k.name, fw.status.name, str(fw.tile), "/".join(str(q.slots) for q in fw.queues),
-                      f"{fw.instructions:,}", "yes" if same else "[red]NO[/red]")
+                      f"{fw.instructions:,}", "yes" if same else Text("NO", style="red"))
     out.print(t)
     return EXIT_MISMATCH if bad else 0
 
@@ -192,7 +205,11 @@ def cmd_gst(args) -> int:
         raw = tables.load(args.file)
         if not args.output:
             raise UserError("gst pack: give -o OUTPUT.gst")
-        Path(args.output).write_bytes(raw)
+        try:
+            atomic.write_bytes(args.output, raw)
+        except OSError as e:
+            named = args.output in (e.strerror or "")  # atomic.write_bytes names the file already
+            raise UserError(e.strerror if named else f"{args.output}: cannot write: {e.strerror or e}") from None
         out.print(f"wrote {args.output} ({len(raw)} bytes)")
         return 0
     raw = tables.load(args.file)  # check: the firmware's own rules, via the reference model
@@ -276,7 +293,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cycles", action="store_true",
                    help="model cycles, latency and energy (default profile cv32e40p)")
     p.add_argument("--profile", help="timing profile: cv32e40p, cv32e40p-worst, ipc1 or a TOML file (implies cycles)")
-    p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
+    p.add_argument("--clock", type=clock_mhz, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
     p.add_argument("--model", action="store_true",
                    help="add the kernel's modelled run time with this configuration (quco.perfmodel)")
     p.add_argument("--model-trace", metavar="FILE", help="with --model: one CU's timeline as a Chrome trace")
@@ -286,7 +303,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu")
     p.add_argument("--firmware")
     p.add_argument("--profile", default="cv32e40p", help="timing profile (default cv32e40p)")
-    p.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ)
+    p.add_argument("--clock", type=clock_mhz, default=QUCO_CLOCK_MHZ)
     p.add_argument("--cached", action="store_true", help="profile an identical relaunch instead")
     p.add_argument("--trace", help="write a Chrome trace JSON (Perfetto) to this file")
     p.set_defaults(func=cmd_profile)

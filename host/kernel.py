@@ -13,6 +13,8 @@ import difflib
 import functools
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,7 @@ QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATION
 ABLATION_FLAGS = {"ci_scaling": abi.FLAG_NO_CI_SCALING, "littles_law": abi.FLAG_NO_LITTLE,
                   "cu_aware": abi.FLAG_NO_CU_AWARE, "cache": abi.FLAG_NO_CACHE}
 DEFAULT_WAVEFRONTS = 7  # QuCo's 512-work-item work-group: 8 wavefronts, one of them the producer
+MAX_FILE_BYTES = 1 << 20  # a kernel.json is a few hundred bytes; /dev/zero is not one
 
 
 class KernelError(Exception):
@@ -252,15 +255,24 @@ def load_kernel(path) -> Kernel:
     """Read, decode and check a kernel.json file; raises KernelError."""
     where = str(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO or /dev/zero would block or never end
+            raise KernelError([f"{where}: not a regular file"])
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise KernelError([f"{where}: larger than {MAX_FILE_BYTES:,} bytes; a kernel.json is a few hundred"])
+        text = data.decode("utf-8")
     except OSError as e:
         raise KernelError([f"{where}: cannot read: {e.strerror or e}"]) from None
     except UnicodeDecodeError as e:
         raise KernelError([f"{where}: not UTF-8 text: byte {e.start}"]) from None
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicates)
+        return parse_kernel(doc, where)
     except json.JSONDecodeError as e:
         raise KernelError([f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}"]) from None
+    except RecursionError:
+        raise KernelError([f"{where}: nested too deeply to be a kernel.json"]) from None
     except ValueError as e:
         raise KernelError([f"{where}: not JSON: {e}"]) from None
-    return parse_kernel(doc, where)

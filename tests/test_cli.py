@@ -1,5 +1,7 @@
 """quco-emu as a user runs it: output, JSON, exit codes, no tracebacks on bad input."""
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,43 @@ def test_explain_names_the_fallback_and_errors(capsys, tmp_path):
     path.write_text(json.dumps(doc))
     code, out, err = run(capsys, "explain", path)
     assert code == cli.EXIT_STATUS and out == "" and "no configuration fits the LDS" in err
+
+
+# ---------------------------------------------------------------- hostile input (first five of issue #13)
+@pytest.mark.parametrize("argv,code,words", [
+    (["check", "{deep}"], 2, "nested too deeply"),
+    (["launch", "/dev/zero"], 2, "not a regular file"),
+    (["launch", str(MM_KERNEL), "--cycles", "--clock", "0"], 2, "--clock: 0 is out of range"),
+    (["launch", str(MM_KERNEL), "--cycles", "--clock", "nan"], 2, "out of range"),
+    (["gst", "pack", "r9-nano", "-o", "{dir}"], 2, "Is a directory"),
+])
+def test_hostile_input_gets_a_clear_error(tmp_path, capsys, argv, code, words):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 1000 + "]" * 1000)
+    argv = [a.format(deep=deep, dir=tmp_path) for a in argv]
+    with contextlib.suppress(SystemExit):  # argparse exits with 2 for a bad option
+        assert cli.main(argv) == code
+    text = capsys.readouterr().err
+    assert words in text and "Traceback" not in text
+
+
+def test_user_text_is_shown_literally(tmp_path, capsys):
+    k = tmp_path / "markup.json"
+    k.write_text('{"name": "[/]", "compute_intensity": 1, '
+                 '"queues": [{"type": "streaming", "length": 64, "elem_size": 2}]}')
+    assert cli.main(["check", str(k)]) == 0
+    assert "ok ([/], 1 queues)" in capsys.readouterr().out
+
+
+def test_failed_pack_leaves_the_old_table(tmp_path, capsys, monkeypatch):
+    good = tmp_path / "g.gst"
+    assert cli.main(["gst", "pack", "r9-nano", "-o", str(good)]) == 0
+    before = good.read_bytes()
+
+    def disk_full(src, dst):
+        raise OSError(28, "No space left on device", str(src))
+    monkeypatch.setattr(os, "replace", disk_full)
+    assert cli.main(["gst", "pack", "mi100", "-o", str(good)]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert good.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["g.gst"]  # no temporary file left behind
