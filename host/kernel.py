@@ -9,18 +9,15 @@ is allowed, e.g. `kernel.json: queues[2].elem_size: 3 is not one of 1, 2, 4, 8`.
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import json
-import math
-import os
-import stat
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-
 from quco.gst import abi
+from quco.schema import Checker, key, report
+from quco.userinput import UserFileError, printable, read_text
 
 SCHEMA_PATH = Path(__file__).with_name("kernel.schema.json")
 QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
@@ -30,7 +27,7 @@ DEFAULT_WAVEFRONTS = 7  # QuCo's 512-work-item work-group: 8 wavefronts, one of 
 MAX_FILE_BYTES = 1 << 20  # a kernel.json is a few hundred bytes; /dev/zero is not one
 
 
-class KernelError(Exception):
+class KernelError(ValueError):
     """A kernel description that cannot be launched; `problems` lists every reason."""
 
     def __init__(self, problems: list[str]):
@@ -56,6 +53,39 @@ class Kernel:
     output_bytes: int = 0  # bytes one work-group writes to global memory
     flops_per_work_group: int = 0  # for the performance model; 0 = CI x the bytes the queues carry
 
+    def __post_init__(self):
+        """A Kernel built in Python obeys kernel.json's rules, with the same messages."""
+        problems = [msg for _, msg in _checker().problems(self.document())]
+        if isinstance(self.flags, bool) or not isinstance(self.flags, int) or self.flags & ~abi.FLAGS_ALL:
+            problems.append(f"flags: {self.flags!r}: expected a combination of the FLAG_* bits "
+                            f"(0 to 0x{abi.FLAGS_ALL:x})")
+        if problems:
+            raise KernelError([f"Kernel({printable(str(self.name))[:40]!r}): {p}" for p in report(problems)])
+
+    def document(self) -> dict:
+        """This kernel as a kernel.json document: one entry per queue, no queue names."""
+        types = {code: name for name, code in QUEUE_TYPES.items()}
+
+        def whole(v):  # numpy integers count as integers; anything else is left to the schema
+            return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+
+        def number(v):
+            return float(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else v
+
+        doc = {"name": self.name, "compute_intensity": self.ci_class or number(self.compute_intensity),
+               "consumer_wavefronts": whole(self.consumer_wavefronts),
+               "queues": [{"type": types.get(q[1], q[1]), "length": whole(q[0]), "elem_size": whole(q[2])}
+                          if isinstance(q, (tuple, list)) and len(q) == 3 else q for q in self.queues],
+               "partition": {"core_clock_mhz": whole(self.core_clock_mhz), "active_cus": whole(self.active_cus),
+                             "lds_bytes": whole(self.lds_bytes)},
+               "description": self.description}
+        if self.gpu is not None:
+            doc["gpu"] = self.gpu
+        if self.work_groups or self.output_bytes or self.flops_per_work_group:
+            doc["grid"] = {"work_groups": whole(self.work_groups) or 1, "output_bytes": whole(self.output_bytes),
+                           "flops_per_work_group": whole(self.flops_per_work_group)}
+        return doc
+
     def header(self) -> dict:
         return dict(magic=abi.LAUNCH_MAGIC, flags=self.flags, compute_intensity=self.compute_intensity,
                     ci_class=abi.CI_CLASSES[self.ci_class] if self.ci_class else abi.CI_CLASS_NUMBER,
@@ -75,151 +105,33 @@ def schema() -> dict:
 
 
 @functools.lru_cache(maxsize=1)
-def _validator() -> Draft202012Validator:
-    s = schema()
-    Draft202012Validator.check_schema(s)
-    return Draft202012Validator(s)
-
-
-# ---------------------------------------------------------------- messages
-def _loc(path) -> str:
-    out = ""
-    for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
-
-
-def _val(v) -> str:
-    text = json.dumps(v, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _num(v) -> str:
-    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-
-
-def _allowed(sub: dict) -> str:
-    """What a (sub)schema accepts, in words: `integer 1 to 64`, `one of 1, 2, 4, 8`."""
-    if "anyOf" in sub:
-        return " or ".join(_allowed(s) for s in sub["anyOf"])
-    if "enum" in sub:
-        return "one of " + ", ".join(json.dumps(v) for v in sub["enum"])
-    t = sub.get("type", "value")
-    if t == "array":
-        return f"array of {sub.get('minItems', 0)} to {sub.get('maxItems', 'any number of')} entries"
-    if t == "string":
-        return "non-empty string" if sub.get("minLength") else "string"
-    if t == "boolean":
-        return "true or false"
-    if t == "object":
-        return "object with " + ", ".join(sub["required"]) if sub.get("required") else "object"
-    if t in ("integer", "number"):
-        lo, hi = sub.get("minimum"), sub.get("maximum")
-        text = t if lo is None else (f"{t} >= {_num(lo)}" if hi is None else f"{t} {_num(lo)} to {_num(hi)}")
-        return text + (f", multiple of {_num(sub['multipleOf'])}" if "multipleOf" in sub else "")
-    return t
-
-
-def _resolve(sub: dict) -> dict:
-    ref = sub.get("$ref", "")
-    return _validator().schema["$defs"][ref.rsplit("/", 1)[1]] if ref.startswith("#/$defs/") else sub
-
-
-def _schema_at(path) -> dict:
-    sub = _validator().schema
-    for p in path:
-        sub = _resolve(sub)
-        sub = sub.get("items", {}) if isinstance(p, int) else sub.get("properties", {}).get(p, {})
-    return _resolve(sub)
-
-
-def _what(v, expected: str) -> str:
-    if isinstance(v, bool):
-        return "a boolean"
-    if v is None:
-        return "null"
-    if isinstance(v, float) and expected == "integer":
-        return "not a whole number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(v), "a number")
-
-
-def _messages(err) -> list[tuple[list, str]]:
-    """(path, message) pairs for one jsonschema error."""
-    path, v, kind, sub = list(err.absolute_path), err.instance, err.validator, err.schema
-    loc, allowed = _loc(path), _allowed(sub)
-    if kind == "required":
-        missing = [k for k in sub["required"] if k not in v]
-        return [(path + [k], f"{_loc(path + [k])}: missing (required {_allowed(_resolve(sub['properties'][k]))})")
-                for k in missing]
-    if kind == "additionalProperties":
-        known = list(sub.get("properties", {}))
-        out = []
-        for k in (k for k in v if k not in known):
-            hint = difflib.get_close_matches(k, known, n=1)
-            msg = f"{_loc(path + [k])}: unknown field (allowed: {', '.join(known)})"
-            out.append((path + [k], msg + (f"; did you mean {json.dumps(hint[0])}?" if hint else "")))
-        return out
-    if kind == "type":
-        return [(path, f"{loc}: {_val(v)} is {_what(v, sub.get('type'))}; expected {allowed}")]
-    if kind == "anyOf":  # a number or a name (compute_intensity): say which rule it broke
-        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if numeric:
-            return [(path, f"{loc}: {_val(v)} is out of range; expected {allowed}")]
-        if isinstance(v, str):
-            return [(path, f"{loc}: {_val(v)} is not an allowed name; expected {allowed}")]
-        return [(path, f"{loc}: {_val(v)} is {_what(v, 'number')}; expected {allowed}")]
-    if kind == "enum":
-        return [(path, f"{loc}: {_val(v)} is not {allowed}")]
-    if kind in ("minimum", "maximum"):
-        return [(path, f"{loc}: {_val(v)} is out of range; expected {allowed}")]
-    if kind == "multipleOf":
-        return [(path, f"{loc}: {_val(v)} is not a multiple of {_num(sub['multipleOf'])}; expected {allowed}")]
-    if kind in ("minItems", "maxItems"):
-        return [(path, f"{loc}: {len(v)} entries; expected {allowed}")]
-    if kind == "minLength":
-        return [(path, f"{loc}: {_val(v)} is empty; expected {allowed}")]
-    return [(path, f"{loc or '(top level)'}: {err.message}")]
-
-
-def _non_finite(v, path=()):
-    """Paths of NaN / Infinity anywhere in the document (Python's json accepts them)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        yield list(path), v
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            yield from _non_finite(x, (*path, k))
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            yield from _non_finite(x, (*path, i))
+def _checker() -> Checker:
+    return Checker(schema())
 
 
 def _problems(doc: dict) -> list[str]:
-    found = []
-    bad = list(_non_finite(doc))
-    for p, v in bad:
-        found.append((p, f"{_loc(p)}: {_val(v)} is not a finite number; expected {_allowed(_schema_at(p))}"))
-    for err in _validator().iter_errors(doc):
-        if all(list(err.absolute_path) != p for p, _ in bad):
-            found.extend(_messages(err))
+    found = _checker().problems(doc)
     queues = doc.get("queues")
     if isinstance(queues, list) and len(queues) <= abi.MAX_QUEUES:
         counts = [_count(q) for q in queues]
-        if sum(counts) > abi.MAX_QUEUES:
+        if None not in counts and sum(counts) > abi.MAX_QUEUES:
             found.append((["queues"], f"queues: {sum(counts)} queues after expanding count "
                                       f"({' + '.join(map(str, counts))}); expected at most {abi.MAX_QUEUES} in total"))
-    return [msg for _, msg in sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])]
+    return report([msg for _, msg in sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])])
 
 
-def _count(q) -> int:
+def _count(q) -> int | None:
+    """How many queues one queues[] entry stands for; None when count itself is wrong."""
     c = q.get("count", 1) if isinstance(q, dict) else 1
-    return c if isinstance(c, int) and not isinstance(c, bool) and c >= 1 else 1
+    return c if isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= abi.MAX_QUEUES else None
 
 
 # ---------------------------------------------------------------- entry points
 def parse_kernel(doc, where: str = "kernel") -> Kernel:
     """Check a decoded kernel.json document and build the Kernel; raises KernelError."""
     if not isinstance(doc, dict):
-        raise KernelError([f"{where}: the top level is {_what(doc, 'object')}; expected an object"])
+        what = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(doc), "a number")
+        raise KernelError([f"{where}: the top level is {what}; expected an object"])
     problems = _problems(doc)
     if problems:
         raise KernelError([f"{where}: {p}" for p in problems])
@@ -245,34 +157,29 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
 
 
 def _no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    for k in (k for k in keys if keys.count(k) > 1):
-        raise ValueError(f"duplicate field {json.dumps(k)}")
-    return dict(pairs)
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen = set()
+        k = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f'duplicate field "{key(k)}"')
+    return doc
 
 
 def load_kernel(path) -> Kernel:
     """Read, decode and check a kernel.json file; raises KernelError."""
-    where = str(path)
+    where = printable(str(path))
     try:
-        mode = os.stat(path).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a FIFO or /dev/zero would block or never end
-            raise KernelError([f"{where}: not a regular file"])
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise KernelError([f"{where}: larger than {MAX_FILE_BYTES:,} bytes; a kernel.json is a few hundred"])
-        text = data.decode("utf-8")
-    except OSError as e:
-        raise KernelError([f"{where}: cannot read: {e.strerror or e}"]) from None
-    except UnicodeDecodeError as e:
-        raise KernelError([f"{where}: not UTF-8 text: byte {e.start}"]) from None
+        text = read_text(path, MAX_FILE_BYTES, "kernel.json")
+    except UserFileError as e:
+        raise KernelError([str(e)]) from None
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicates)
         return parse_kernel(doc, where)
+    except KernelError:
+        raise
     except json.JSONDecodeError as e:
         raise KernelError([f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}"]) from None
     except RecursionError:
         raise KernelError([f"{where}: nested too deeply to be a kernel.json"]) from None
-    except ValueError as e:
-        raise KernelError([f"{where}: not JSON: {e}"]) from None
+    except ValueError as e:  # a duplicate field, an integer of thousands of digits
+        raise KernelError([f"{where}: not JSON: {printable(str(e))}"]) from None

@@ -1,0 +1,185 @@
+"""JSON Schema checks whose messages name the field, the value and what is allowed.
+
+    checker = Checker(schema_dict)
+    checker.problems(doc)  # ['queues[2].elem_size: 3 is not one of 1, 2, 4, 8', ...]
+
+Used for kernel.json (host/kernel.schema.json) and timing profiles
+(emulator/profile.schema.json). Two rules are stricter than JSON Schema's: an "integer"
+is a whole number written without a decimal point (8.0 and 1e300 are refused: the
+draft accepts them), and NaN / Infinity (Python's json reads them) are refused anywhere.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+
+from jsonschema import Draft202012Validator, validators
+
+from quco.userinput import printable
+
+MAX_PROBLEMS = 20  # a hostile file can break thousands of rules; the first ones say enough
+
+
+def _is_integer(checker, v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
+# ---------------------------------------------------------------- how values are shown
+def key(k) -> str:
+    """A field name a user wrote, shown short and without control characters."""
+    text = printable(str(k))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def loc(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{key(p)}" if out else key(p))
+    return out
+
+
+def val(v) -> str:
+    try:
+        text = json.dumps(v, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = repr(v)
+    text = printable(text)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def num(v) -> str:
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
+def allowed(sub: dict) -> str:
+    """What a (sub)schema accepts, in words: `integer 1 to 64`, `one of 1, 2, 4, 8`."""
+    if "anyOf" in sub:
+        return " or ".join(allowed(s) for s in sub["anyOf"])
+    if "enum" in sub:
+        return "one of " + ", ".join(json.dumps(v) for v in sub["enum"])
+    t = sub.get("type", "value")
+    if t == "array":
+        return f"array of {sub.get('minItems', 0)} to {sub.get('maxItems', 'any number of')} entries"
+    if t == "string":
+        size = f"{sub.get('minLength', 0)} to {sub['maxLength']} characters" if "maxLength" in sub else ""
+        kind = "printable string" if "pattern" in sub else "string"
+        return f"{kind} of {size}" if size else f"non-empty {kind}" if sub.get("minLength") else kind
+    if t == "boolean":
+        return "true or false"
+    if t == "object":
+        return "object with " + ", ".join(sub["required"]) if sub.get("required") else "object"
+    if t in ("integer", "number"):
+        lo, hi = sub.get("minimum"), sub.get("maximum")
+        text = t if lo is None else (f"{t} >= {num(lo)}" if hi is None else f"{t} {num(lo)} to {num(hi)}")
+        return text + (f", multiple of {num(sub['multipleOf'])}" if "multipleOf" in sub else "")
+    return t
+
+
+def _what(v, expected: str) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if v is None:
+        return "null"
+    if isinstance(v, float) and expected == "integer":
+        return "written with a decimal point" if v.is_integer() else "not a whole number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(v), "a number")
+
+
+def _non_finite(v, path=()):
+    """Paths of NaN / Infinity anywhere in the document (Python's json accepts them)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        yield list(path), v
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield from _non_finite(x, (*path, k))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _non_finite(x, (*path, i))
+
+
+class Checker:
+    """A schema and the words for what breaks it."""
+
+    def __init__(self, schema: dict):
+        StrictValidator.check_schema(schema)
+        self.schema = schema
+        self.validator = StrictValidator(schema)
+
+    def resolve(self, sub: dict) -> dict:
+        ref = sub.get("$ref", "")
+        return self.schema["$defs"][ref.rsplit("/", 1)[1]] if ref.startswith("#/$defs/") else sub
+
+    def at(self, path) -> dict:
+        """The subschema that rules the value at `path`."""
+        sub = self.schema
+        for p in path:
+            sub = self.resolve(sub)
+            sub = sub.get("items", {}) if isinstance(p, int) else sub.get("properties", {}).get(p, {})
+        return self.resolve(sub)
+
+    def problems(self, doc) -> list[tuple[list, str]]:
+        """(path, message) for every rule the document breaks, in document order."""
+        found = []
+        bad = list(_non_finite(doc))
+        for p, v in bad:
+            found.append((p, f"{loc(p)}: {val(v)} is not a finite number; expected {allowed(self.at(p))}"))
+        for err in self.validator.iter_errors(doc):
+            if all(list(err.absolute_path) != p for p, _ in bad):
+                found.extend(self._messages(err))
+            if len(found) > 10 * MAX_PROBLEMS:
+                break
+        return sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])
+
+    def _messages(self, err) -> list[tuple[list, str]]:
+        path, v, kind, sub = list(err.absolute_path), err.instance, err.validator, err.schema
+        where, ok = loc(path), allowed(sub)
+        if kind == "required":
+            missing = [k for k in sub["required"] if k not in v]
+            return [(path + [k], f"{loc(path + [k])}: missing (required "
+                                 f"{allowed(self.resolve(sub['properties'][k]))})") for k in missing]
+        if kind == "additionalProperties":
+            known = list(sub.get("properties", {}))
+            out = []
+            for k in (k for k in v if k not in known):
+                hint = difflib.get_close_matches(k, known, n=1) if len(k) <= 100 else []
+                msg = f"{loc(path + [k])}: unknown field (allowed: {', '.join(known)})"
+                out.append((path + [k], msg + (f"; did you mean {json.dumps(hint[0])}?" if hint else "")))
+            return out
+        if kind == "type":
+            return [(path, f"{where}: {val(v)} is {_what(v, sub.get('type'))}; expected {ok}")]
+        if kind == "anyOf":  # a number or a name (compute_intensity): say which rule it broke
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return [(path, f"{where}: {val(v)} is out of range; expected {ok}")]
+            if isinstance(v, str):
+                return [(path, f"{where}: {val(v)} is not an allowed name; expected {ok}")]
+            return [(path, f"{where}: {val(v)} is {_what(v, 'number')}; expected {ok}")]
+        if kind == "enum":
+            return [(path, f"{where}: {val(v)} is not {ok}")]
+        if kind in ("minimum", "maximum"):
+            return [(path, f"{where}: {val(v)} is out of range; expected {ok}")]
+        if kind == "multipleOf":
+            return [(path, f"{where}: {val(v)} is not a multiple of {num(sub['multipleOf'])}; expected {ok}")]
+        if kind in ("minItems", "maxItems"):
+            return [(path, f"{where}: {len(v)} entries; expected {ok}")]
+        if kind == "minLength":
+            return [(path, f"{where}: {val(v)} is empty; expected {ok}")]
+        if kind == "maxLength":
+            return [(path, f"{where}: {len(v):,} characters; expected {ok}")]
+        if kind == "pattern":  # the only pattern used: no control characters
+            bad = next((ch for ch in v if printable(ch) != ch), "")
+            return [(path, f"{where}: {val(v)} contains the control character {printable(bad)!s}; "
+                           f"expected {ok}")]
+        return [(path, f"{where or '(top level)'}: {printable(err.message)}")]
+
+
+def report(problems: list[str]) -> list[str]:
+    """At most MAX_PROBLEMS messages, then how many more there were."""
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return problems[:MAX_PROBLEMS] + [f"... and more problems (the first {MAX_PROBLEMS} are shown)"]

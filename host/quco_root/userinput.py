@@ -1,0 +1,69 @@
+"""Files and text a user gives: read them with a bound, show them back literally.
+
+Every command-line input file (kernel.json, GST presets and tables, timing profiles) is
+read through `read_bytes` / `read_text`: only regular files (a FIFO would block for ever,
+/dev/zero never ends), at most a stated size, UTF-8 checked. Text a user wrote goes
+through `printable` before it reaches a terminal, so control characters (an escape
+sequence in a kernel name or an unknown key) are shown as escapes instead of acting.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+
+
+class UserFileError(Exception):
+    """A user's file cannot be read; the message names it and says why."""
+
+
+def read_bytes(path, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file `path`, refused if longer than `limit` bytes."""
+    where = printable(str(path))
+    if str(path) == "":
+        raise UserFileError(f"no {what} given (an empty file name)")
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise UserFileError(f"{where}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UserFileError(f"{where}: is a folder; expected a {what}")
+        if not stat.S_ISREG(mode):
+            raise UserFileError(f"{where}: not a regular file (a device, FIFO or socket); expected a {what}")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise UserFileError(f"{where}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise UserFileError(f"{where}: larger than {limit:,} bytes; expected a {what}")
+    return data
+
+
+def read_text(path, limit: int, what: str = "file") -> str:
+    """The UTF-8 text of the regular file `path` (see read_bytes)."""
+    data = read_bytes(path, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserFileError(f"{printable(str(path))}: not UTF-8 text: byte {e.start} "
+                            f"(0x{data[e.start]:02x}); expected a {what}") from None
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` with control and format characters (escape, carriage return, bidirectional
+    overrides...) written as \\x1b-style escapes; characters in `keep` (e.g. a newline
+    between messages) stay."""
+    if text.isprintable():  # the common case, in one C loop
+        return text
+    return "".join(ch if ch in keep or unicodedata.category(ch) not in ("Cc", "Cf") else _escaped(ch)
+                   for ch in text)
