@@ -10,9 +10,12 @@ fall-through. Counting at run time is then one dictionary lookup per executed bl
 """
 from __future__ import annotations
 
-import tomllib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from quco.schema import PRINTABLE, Checker, report
+from quco.userinput import UserFileError, printable, read_toml
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",
@@ -48,33 +51,53 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
 
 
+MAX_PROFILE_BYTES = 64 * 1024  # a profile is about 3 KB
+CYCLES = {"type": "integer", "minimum": 0, "maximum": 1000}
+TEXT = {"type": "string", "maxLength": 1000}
+
+
+def profile_schema() -> dict:
+    """The JSON Schema a profile TOML document must satisfy (built from CLASSES, so the
+    classes are listed once)."""
+    classes = {c: CYCLES for c in CLASSES + tuple(OPTIONAL)}
+
+    def table(props, required=()):
+        return {"type": "object", "additionalProperties": False, "properties": props, "required": list(required)}
+    return table({
+        "name": {**TEXT, "minLength": 1, "maxLength": 64, "pattern": PRINTABLE},
+        "description": TEXT,
+        "issue": table(classes, CLASSES),
+        "result": table(classes),
+        "hazard": table({"jalr_operand": CYCLES, "split_access": CYCLES,
+                         "fpu_busy_until_result": {"type": "boolean"}, "fp_load_store_wait": {"type": "boolean"}}),
+        "wake": table({"reset": CYCLES, "interrupt": CYCLES}),
+    }, ("issue",))
+
+
+@functools.lru_cache(maxsize=1)
+def _checker() -> Checker:
+    return Checker(profile_schema())
+
+
 def load_profile(spec: str | Path = "cv32e40p") -> Profile:
+    """A built-in profile by name or a TOML file, checked against profile_schema();
+    raises ProfileError naming the file, the table, the key, the value and what is allowed."""
     path = PROFILE_DIR / f"{spec}.toml" if str(spec) in profile_names() else Path(spec)
+    if str(spec) and not path.exists():
+        raise ProfileError(f"{printable(str(spec))}: no such profile file and no such built-in profile "
+                           f"({', '.join(profile_names())})")
     try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ProfileError(f"{spec}: no such profile file and no such built-in profile "
-                           f"({', '.join(profile_names())}): {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileError(f"{path}: not valid TOML: {e}") from None
-    issue, result, hazard = doc.get("issue", {}), doc.get("result", {}), doc.get("hazard", {})
-    wake = doc.get("wake", {})
-    missing = [c for c in CLASSES if c not in issue]
-    if missing:
-        raise ProfileError(f"{path}: [issue] lacks {', '.join(missing)}")
-    known = CLASSES + tuple(OPTIONAL)
-    for table, values, names in (("issue", issue, known), ("result", result, known),
-                                 ("wake", wake, ("reset", "interrupt"))):
-        for k, v in values.items():
-            if k not in names:
-                raise ProfileError(f"{path}: [{table}] {k}: unknown {'key' if table == 'wake' else 'class'} "
-                                   f"(known: {', '.join(names)})")
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1000:
-                raise ProfileError(f"{path}: [{table}] {k} = {v!r}: expected an integer 0..1000")
+        doc = read_toml(path, MAX_PROFILE_BYTES, "timing profile (.toml)")
+    except UserFileError as e:
+        raise ProfileError(str(e)) from None
+    problems = _checker().problems(doc)
+    if problems:
+        raise ProfileError("\n".join(f"{printable(str(path))}: {msg}" for msg in report([m for _, m in problems])))
+    issue, result, hazard, wake = doc["issue"], doc.get("result", {}), doc.get("hazard", {}), doc.get("wake", {})
     issue = {**{k: issue[fallback] for k, fallback in OPTIONAL.items()}, **issue}
     return Profile(doc.get("name", path.stem), doc.get("description", ""), issue, dict(result),
-                   int(hazard.get("jalr_operand", 0)), bool(hazard.get("fpu_busy_until_result", False)),
-                   int(hazard.get("split_access", 0)), bool(hazard.get("fp_load_store_wait", True)),
+                   hazard.get("jalr_operand", 0), hazard.get("fpu_busy_until_result", False),
+                   hazard.get("split_access", 0), hazard.get("fp_load_store_wait", True),
                    wake.get("reset", 0), wake.get("interrupt", 0), path=path)
 
 

@@ -1,13 +1,16 @@
 """GST files: human-readable TOML presets <-> the 256-byte binary table."""
 from __future__ import annotations
 
-import tomllib
 import zlib
 from pathlib import Path
 
 from quco.gst import abi
+from quco.userinput import UserFileError, printable, read_bytes, read_toml
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
+MAX_TOML_BYTES = 64 * 1024  # a preset is about 3 KB; a cap keeps /dev/zero and 10 MB strings out
+MAX_SOURCE_CHARS = 1000     # one field's `source` note (the longest shipped one is about 200)
+ENTRY_KEYS = ("value", "source")  # what a field's table may hold
 
 
 class GstFileError(Exception):
@@ -20,36 +23,52 @@ def preset_names() -> list[str]:
 
 def load_toml(path: Path) -> dict:
     try:
-        doc = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise GstFileError(f"{path}: cannot read: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise GstFileError(f"{path}: not valid TOML: {e}") from None
-    return doc
+        return read_toml(path, MAX_TOML_BYTES, "GST preset (.toml)")
+    except UserFileError as e:
+        raise GstFileError(str(e)) from None
 
 
 def fields_from_doc(doc: dict, where: str) -> dict:
     """Turn a preset document into GST field values, checking names, types and ranges."""
     values = {"magic": abi.GST_MAGIC, "version": abi.GST_VERSION, "size": abi.GST.size}
     name = doc.get("name")
-    if not isinstance(name, str) or not name or len(name.encode()) > 31:
-        raise GstFileError(f"{where}: name: expected a string of 1..31 bytes, got {name!r}")
+    size = abi.GST.field("name").size - 1  # room for the terminating NUL
+    if not (isinstance(name, str) and name.isascii() and name.isprintable() and 1 <= len(name) <= size):
+        raise GstFileError(f"{where}: name: {_shown(name)}: expected printable ASCII of 1..{size} characters "
+                           f"(the table holds {size + 1} bytes with the terminating NUL)")
     values["name"] = name.encode()
     known = {f.name for f in abi.GST_CHECKED}
     for key in doc:
         if key != "name" and key not in known:
-            raise GstFileError(f"{where}: {key}: unknown field (known: {', '.join(sorted(known))})")
+            raise GstFileError(f"{where}: {_shown(key)}: unknown field (known: name, {', '.join(sorted(known))})")
     for f in abi.GST_CHECKED:
         entry = doc.get(f.name)
         if entry is None:
             raise GstFileError(f"{where}: {f.name}: missing ({f.doc}, {f.lo}..{f.hi})")
+        if isinstance(entry, dict):
+            for key in entry:
+                if key not in ENTRY_KEYS:
+                    raise GstFileError(f"{where}: {f.name}.{_shown(key)}: unknown key (allowed: {', '.join(ENTRY_KEYS)})")
+            source = entry.get("source", "")
+            if not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS:
+                raise GstFileError(f"{where}: {f.name}.source: {_shown(source)}: expected a string of at most "
+                                   f"{MAX_SOURCE_CHARS} characters")
+            if "value" not in entry:
+                raise GstFileError(f"{where}: {f.name}.value: missing ({f.doc}, {f.lo}..{f.hi})")
         value = entry.get("value") if isinstance(entry, dict) else entry
         if isinstance(value, bool) or not isinstance(value, int):
-            raise GstFileError(f"{where}: {f.name}: expected an integer, got {value!r}")
+            raise GstFileError(f"{where}: {f.name}: {_shown(value)} is not an integer; expected {f.lo}..{f.hi} "
+                               f"({f.doc})")
         if not f.lo <= value <= f.hi:
             raise GstFileError(f"{where}: {f.name} = {value}: out of range {f.lo}..{f.hi} ({f.doc})")
         values[f.name] = value
     return values
+
+
+def _shown(v) -> str:
+    """A user's value in a message: its repr, control characters escaped, cut short."""
+    text = printable(repr(v)) if not isinstance(v, str) or len(v) < 1000 else printable(repr(v[:60]))
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def pack(values: dict) -> bytes:
@@ -60,18 +79,22 @@ def pack(values: dict) -> bytes:
     return bytes(raw)
 
 
-def unpack(raw: bytes) -> dict:
+def unpack(raw: bytes, where: str = "GST") -> dict:
     if len(raw) != abi.GST.size:
-        raise GstFileError(f"GST is {len(raw)} bytes; expected {abi.GST.size}")
+        raise GstFileError(f"{where}: {len(raw):,} bytes; a binary GST is exactly {abi.GST.size} bytes")
     return abi.GST.unpack(raw)
 
 
 def _resolve(spec: str | Path) -> Path:
     if str(spec) in preset_names():
         return PRESET_DIR / f"{spec}.toml"
+    if str(spec) == "":
+        raise GstFileError(f"no GST given (an empty name); expected a preset ({', '.join(preset_names())}) "
+                           "or a .toml / .gst file")
     path = Path(spec)
     if not path.exists():
-        raise GstFileError(f"{spec}: no such file and no such preset (presets: {', '.join(preset_names())})")
+        raise GstFileError(f"{printable(str(spec))}: no such file and no such preset "
+                           f"(presets: {', '.join(preset_names())})")
     return path
 
 
@@ -84,10 +107,10 @@ def read(spec: str | Path) -> tuple[bytes, dict]:
         return (pack(fields_from_doc(doc, str(path))),
                 {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise GstFileError(f"{path}: cannot read: {e.strerror}") from None
-    unpack(raw)  # checks the size
+        raw = read_bytes(path, abi.GST.size, f"binary GST ({abi.GST.size} bytes) or .toml preset")
+    except UserFileError as e:
+        raise GstFileError(str(e)) from None
+    unpack(raw, printable(str(path)))  # checks the size
     return raw, {}
 
 

@@ -7,7 +7,9 @@ GST file, usage); 3 the unit answered with an error status; 4 the emulator fault
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -21,12 +23,15 @@ from quco.emulator.timing import ProfileError
 from quco.host import atomic, cli_perf, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
+from quco.userinput import printable
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 DEFAULT_GPU = "r9-nano"
-# markup=False: kernel, queue and GPU names are the user's text and are shown literally
-out = Console(width=None if sys.stdout.isatty() else 100, markup=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, soft_wrap=True)  # messages whole, for grep
+# markup=False: kernel, queue and GPU names are the user's text and are shown literally;
+# highlight=False: rich's highlighter regexes take quadratic time on long text
+out = Console(width=None if sys.stdout.isatty() else 100, markup=False, highlight=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, highlight=False,
+              soft_wrap=True)  # messages whole, for grep
 
 
 def clock_mhz(text: str) -> float:
@@ -46,15 +51,44 @@ class UserError(Exception):
         self.code = code
 
 
-def _gpu_for(args, kernel=None) -> str:
-    return args.gpu or (kernel.gpu if kernel is not None and kernel.gpu else None) or DEFAULT_GPU
+def checked_gst(spec: str, via: str = "") -> bytes:
+    """A GST preset or file, held to the unit's boot rules: a table the unit would refuse
+    is a bad input file (exit 2), whether it comes from --gpu, a kernel's "gpu" or gst check.
+    `via` says where the name came from, for the message."""
+    prefix = f"{via}: " if via else ""
+    try:
+        raw = tables.load(spec)
+        reference.check_gst(raw)
+    except tables.GstFileError as e:
+        raise UserError(f"{prefix}{e}") from None
+    except reference.ConfigError as e:
+        raise UserError(f"{prefix}{printable(str(spec))}: the unit refuses this GST: {describe(e.status, e.detail)}") from None
+    return raw
 
 
-def _device(gpu: str, firmware, **options) -> Device:
-    dev = Device(tables.load(gpu), firmware, **options)
-    if dev.boot_status != abi.Status.OK:
+def _target(args, kernel=None) -> tuple[str, bytes]:
+    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its GST."""
+    if args.gpu is not None:
+        return printable(args.gpu), checked_gst(args.gpu, "--gpu")
+    if kernel is not None and kernel.gpu:
+        return kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
+    return DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+
+
+def _device(gpu: str, gst: bytes, firmware, **options) -> Device:
+    dev = Device(gst, firmware, **options)
+    if dev.boot_status != abi.Status.OK:  # a table the model accepts: the unit itself refuses it
         raise UserError(f"{gpu}: the unit rejected the GST at boot: {dev.boot_message}", EXIT_STATUS)
     return dev
+
+
+def _write(path: str, data: str | bytes) -> None:
+    """An output file, written atomically; a failure is a clear error and leaves the old file."""
+    try:
+        atomic.write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as e:
+        named = str(path) in (e.strerror or "")  # atomic.write_bytes names the file already
+        raise UserError(printable(e.strerror if named else f"{path}: cannot write: {e.strerror or e}")) from None
 
 
 def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -> Table:
@@ -71,14 +105,14 @@ def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -
 
 def cmd_launch(args) -> int:
     kernel = load_kernel(args.kernel)
-    gpu = _gpu_for(args, kernel)
+    gpu, gst = _target(args, kernel)
     if args.reference:
-        r = reference.configure(tables.load(gpu), kernel.record())
+        r = reference.configure(gst, kernel.record())
         res = result_from(r.status, r.detail, r.lds, generation=1)
         boot = None
     else:
         profile = args.profile or ("cv32e40p" if args.cycles else None)
-        dev = _device(gpu, args.firmware, profile=profile, clock_mhz=args.clock, count_memory=args.cycles)
+        dev = _device(gpu, gst, args.firmware, profile=profile, clock_mhz=args.clock, count_memory=args.cycles)
         res = dev.launch(kernel)
         boot = dev.boot_step.instructions
     model = cli_perf.model_launch(kernel, gpu, res, args.model_trace) if (args.model or args.model_trace) and res.ok else None
@@ -119,8 +153,8 @@ def cmd_launch(args) -> int:
 
 def cmd_profile(args) -> int:
     kernel = load_kernel(args.kernel)
-    gpu = _gpu_for(args, kernel)
-    dev = _device(gpu, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
+    gpu, gst = _target(args, kernel)
+    dev = _device(gpu, gst, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
     res = dev.launch(kernel, check=True)
     if args.cached:
         res = dev.launch(kernel, check=True)
@@ -141,14 +175,16 @@ def cmd_profile(args) -> int:
     if args.trace:
         doc = profile.chrome_trace(steps, args.clock,
                                    f"QuCo {kernel.name} {step}")
-        Path(args.trace).write_text(json.dumps(doc))
-        out.print(f"wrote {args.trace} (open in https://ui.perfetto.dev)")
+        _write(args.trace, json.dumps(doc))
+        out.print(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)")
     return 0
 
 
 def cmd_check(args) -> int:
     kernel = load_kernel(args.kernel)
-    out.print(f"{args.kernel}: ok ({kernel.name}, {len(kernel.queues)} queues)")
+    if kernel.gpu:  # the GPU the kernel names must exist and be a table the unit accepts
+        _target(args, kernel)
+    out.print(f"{printable(args.kernel)}: ok ({kernel.name}, {len(kernel.queues)} queues)")
     return 0
 
 
@@ -160,7 +196,7 @@ def cmd_diff(args) -> int:
         t.add_column(col)
     bad = 0
     for gpu in gpus:
-        dev = _device(gpu, args.firmware)
+        dev = _device(gpu, checked_gst(gpu, "--gpu" if args.gpu else ""), args.firmware)
         for k in kernels:
             fw = dev.launch(k)
             ref = reference.configure(dev.gst, k.record(), fw.generation if fw.ok else 1)
@@ -175,13 +211,13 @@ def cmd_diff(args) -> int:
 def cmd_explain(args) -> int:
     from quco.host import explain  # the model's step-by-step values, as tables
     kernel = load_kernel(args.kernel)
-    gpu = _gpu_for(args, kernel)
-    return explain.render(out, err, tables.load(gpu), kernel, gpu)
+    gpu, gst = _target(args, kernel)
+    return explain.render(out, err, gst, kernel, gpu)
 
 
 def _text(raw: bytes) -> str:
-    """A NUL-padded GST string field (the GPU name) as text."""
-    return raw.rstrip(b"\0").decode(errors="replace")
+    """A NUL-padded GST string field (the GPU name) as text, control characters escaped."""
+    return printable(raw.rstrip(b"\0").decode(errors="replace"))
 
 
 def cmd_gst(args) -> int:
@@ -191,34 +227,26 @@ def cmd_gst(args) -> int:
         if args.json:
             print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))
             return 0
-        t = Table(title=f"GST {args.file}")
+        t = Table(title=f"GST {printable(args.file)}")
         for col in ("field", "value", "meaning") + (("source",) if src else ()):
             t.add_column(col, overflow="fold")
         for f in abi.GST.fields:
             v = g[f.name]
             shown = _text(v) if isinstance(v, bytes) else (
                 f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
-            t.add_row(f.name, shown, f.doc, *((src.get(f.name, ""),) if src else ()))
+            t.add_row(f.name, shown, f.doc, *((printable(src.get(f.name, "")),) if src else ()))
         out.print(t)
         return 0
     if args.action == "pack":
         raw = tables.load(args.file)
         if not args.output:
             raise UserError("gst pack: give -o OUTPUT.gst")
-        try:
-            atomic.write_bytes(args.output, raw)
-        except OSError as e:
-            named = args.output in (e.strerror or "")  # atomic.write_bytes names the file already
-            raise UserError(e.strerror if named else f"{args.output}: cannot write: {e.strerror or e}") from None
-        out.print(f"wrote {args.output} ({len(raw)} bytes)")
+        _write(args.output, raw)
+        out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
         return 0
-    raw = tables.load(args.file)  # check: the firmware's own rules, via the reference model
-    try:
-        reference.check_gst(raw)
-    except reference.ConfigError as e:
-        raise UserError(f"{args.file}: {describe(e.status, e.detail)}") from None
+    raw = checked_gst(args.file)  # check: the firmware's own rules, via the reference model
     name = _text(tables.unpack(raw)["name"])
-    out.print(f"{args.file}: ok ({name})")
+    out.print(f"{printable(args.file)}: ok ({name})")
     return 0
 
 
@@ -247,12 +275,12 @@ def cmd_gdb(args) -> int:
     from quco.emulator.debug import Target
     from quco.host.device import firmware_path
     kernel = load_kernel(args.kernel)
-    gpu = _gpu_for(args, kernel)
+    gpu, gst = _target(args, kernel)
     host, port = _gdb_address(args)
     if args.launches < 1:
         raise UserError(f"--launches {args.launches}: expected at least 1")
     elf_path = firmware_path(args.firmware)
-    target = Target(elf.load(elf_path), tables.load(gpu), kernel.record(), args.launches, args.profile)
+    target = Target(elf.load(elf_path), gst, kernel.record(), args.launches, args.profile)
     where = f"reset (pc 0x{target.soc.pc:08x} <{target.image.symbolize(target.soc.pc)}>)"
     if args.at == "launch":
         stop = target.run_boot()
@@ -340,28 +368,39 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+# what each error of the layers below means for the exit code
+ERRORS = ((KernelError, EXIT_INPUT), (tables.GstFileError, EXIT_INPUT), (ProfileError, EXIT_INPUT),
+          (DeviceError, EXIT_STATUS), (ElfError, EXIT_FIRMWARE))
+
+
+def _run(args) -> int:
+    try:
+        return args.func(args)
+    except UserError as e:
+        code, text = e.code, f"error: {e}"
+    except Fault as e:
+        code, text = EXIT_FAULT, f"emulator fault: {e}"
+    except tuple(kind for kind, _ in ERRORS) as e:
+        code, text = next(c for kind, c in ERRORS if isinstance(e, kind)), f"error: {e}"
+    except OSError as e:  # an output file or folder the commands above do not name themselves
+        what = f"{e.filename}: " if e.filename else ""
+        code, text = EXIT_INPUT, f"error: {what}{e.strerror or e}"
+    err.print(printable(text, keep="\n"))  # the user's text, with control characters escaped
+    return code
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.func(args)
-    except KernelError as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
-        return EXIT_INPUT
-    except (tables.GstFileError, ProfileError) as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
-        return EXIT_INPUT
-    except UserError as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
-        return e.code
-    except DeviceError as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
-        return EXIT_STATUS
-    except ElfError as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
-        return EXIT_FIRMWARE
-    except Fault as e:
-        err.print(f"emulator fault: {e}", markup=False, highlight=False)
-        return EXIT_FAULT
+        code = _run(args)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here at the latest
+        return code
+    except BrokenPipeError:
+        # the reader has gone (`--json | head`): stop quietly; stdout goes to /dev/null so the
+        # interpreter's own flush at exit does not complain either
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "kernels"
 
 
-def _ui():
-    """The CLI's console and its user-error type (host/cli.py imports this module)."""
+def _cli():
+    """host/cli.py (its console, UserError and GST checks); it imports this module."""
     from quco.host import cli
-    return cli.out, cli.UserError
+    return cli
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -35,16 +35,17 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
             "cycles": cycles, "gap_pct": 100.0 * (cycles / best - 1.0)}
 
 
-def model_of(kernel, gpu: str):
-    g = tables.unpack(tables.load(gpu))
+def model_of(kernel, gpu: str, gst: bytes | None = None):
+    g = tables.unpack(gst if gst is not None else tables.load(gpu))
     return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
 
 
 def cmd_search(args) -> int:
-    out, fail = _ui()
+    cli = _cli()
+    out, fail = cli.out, cli.UserError
     kernel = load_kernel(args.kernel)
-    gpu = args.gpu or kernel.gpu or "r9-nano"
-    g, m, work = model_of(kernel, gpu)
+    gpu, gst = cli._target(args, kernel)
+    g, m, work = model_of(kernel, gpu, gst)
     ranked = search.exhaustive(m, g, work)
     if not ranked:
         raise fail(f"{kernel.name} on {gpu}: no tile x slots configuration fits one work-group in the LDS")
@@ -81,9 +82,10 @@ def _run(tasks, args, fn):
 
 
 def cmd_evaluate(args) -> int:
-    out, fail = _ui()
+    cli = _cli()
+    out = cli.out
     gpus = args.gpu or tables.preset_names()
-    gsts = {gpu: tables.load(gpu) for gpu in gpus}
+    gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]

@@ -19,7 +19,7 @@ from pathlib import Path
 from quco.emulator import elf, soc, timing
 from quco.gst import abi, tables
 from quco.gst.abi import Status
-from quco.host.kernel import DEFAULT_WAVEFRONTS
+from quco.host.kernel import DEFAULT_WAVEFRONTS, check_values
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FIRMWARE = ROOT / "firmware" / "build" / "quco.elf"
@@ -181,6 +181,8 @@ class Device:
         """`profile` names a timing profile (emulator/profiles) or a TOML file; without one
         only instructions are counted. `count_memory` adds access counts and energy;
         `trace` records every executed block (for `quco-emu profile`)."""
+        if not 0 < clock_mhz <= 10_000:  # also refuses nan: the costs divide by it
+            raise ValueError(f"clock_mhz {clock_mhz!r}: expected MHz above 0, at most 10000")
         self.gst = gst if isinstance(gst, bytes) else tables.load(gst)
         self.image = elf.load(firmware_path(firmware))
         self.budget, self.clock_mhz = budget, clock_mhz
@@ -231,10 +233,7 @@ class Device:
         """QuCo's InitQuCo(class, work-group size, CUs): `compute_intensity` is a number or a
         class ("low", "medium", "high"); `work_group_size` work-items are that many 64-wide
         wavefronts, one of them the producer (512 -> 7 consumers); without either, 7."""
-        if isinstance(compute_intensity, str):
-            if compute_intensity not in abi.CI_CLASSES:
-                raise ValueError(f"CI class {compute_intensity!r}: expected a number or one of "
-                                 f"{', '.join(abi.CI_CLASSES)}")
+        if isinstance(compute_intensity, str) and compute_intensity in abi.CI_CLASSES:
             ci, cls = 0.0, abi.CI_CLASSES[compute_intensity]
         else:
             ci, cls = compute_intensity, abi.CI_CLASS_NUMBER
@@ -245,6 +244,9 @@ class Device:
             consumer_wavefronts = work_group_size // WAVEFRONT - 1  # one producer wavefront
         if consumer_wavefronts is None:
             consumer_wavefronts = DEFAULT_WAVEFRONTS
+        check_values({("compute_intensity",): compute_intensity, ("consumer_wavefronts",): consumer_wavefronts,
+                      ("partition", "core_clock_mhz"): core_clock_mhz, ("partition", "active_cus"): active_cus,
+                      ("partition", "lds_bytes"): lds_bytes}, flags)  # kernel.json's rules and messages
         self._pending = dict(header=dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=ci, ci_class=cls,
                                          consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
                                          active_cus=active_cus, lds_bytes=lds_bytes), queues=[])
@@ -253,10 +255,9 @@ class Device:
         if self._pending is None:
             raise RuntimeError("call init() before register_queue()")
         kinds = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
-        if type not in kinds:
-            raise ValueError(f"queue type {type!r}: expected one of {', '.join(kinds)}")
         if len(self._pending["queues"]) >= abi.MAX_QUEUES:
             raise ValueError(f"at most {abi.MAX_QUEUES} queues per launch")
+        check_values({("queues", len(self._pending["queues"])): dict(type=type, length=length, elem_size=elem_size)})
         self._pending["queues"].append(dict(length=length, type=kinds[type], elem_size=elem_size))
         return len(self._pending["queues"]) - 1
 

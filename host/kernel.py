@@ -55,10 +55,7 @@ class Kernel:
 
     def __post_init__(self):
         """A Kernel built in Python obeys kernel.json's rules, with the same messages."""
-        problems = [msg for _, msg in _checker().problems(self.document())]
-        if isinstance(self.flags, bool) or not isinstance(self.flags, int) or self.flags & ~abi.FLAGS_ALL:
-            problems.append(f"flags: {self.flags!r}: expected a combination of the FLAG_* bits "
-                            f"(0 to 0x{abi.FLAGS_ALL:x})")
+        problems = [msg for _, msg in _checker().problems(self.document())] + _flag_problems(self.flags)
         if problems:
             raise KernelError([f"Kernel({printable(str(self.name))[:40]!r}): {p}" for p in report(problems)])
 
@@ -118,6 +115,22 @@ def _problems(doc: dict) -> list[str]:
             found.append((["queues"], f"queues: {sum(counts)} queues after expanding count "
                                       f"({' + '.join(map(str, counts))}); expected at most {abi.MAX_QUEUES} in total"))
     return report([msg for _, msg in sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])])
+
+
+def _flag_problems(flags) -> list[str]:
+    if isinstance(flags, numbers.Integral) and not isinstance(flags, bool) and not flags & ~abi.FLAGS_ALL:
+        return []
+    return [f"flags: {printable(repr(flags))[:40]}: expected a combination of the FLAG_* bits (0 to 0x{abi.FLAGS_ALL:x})"]
+
+
+def check_values(values: dict, flags=0) -> None:
+    """kernel.json's rules and messages for values given one by one in Python (Device.init,
+    Device.register_queue): `values` maps a field's path, e.g. ("partition", "lds_bytes") or
+    ("queues", 3), to its value. Raises KernelError naming each field."""
+    problems = [msg for path, value in values.items() for _, msg in _checker().problems(value, at=path)]
+    problems += _flag_problems(flags)
+    if problems:
+        raise KernelError(report(problems))
 
 
 def _count(q) -> int | None:

@@ -18,6 +18,8 @@ from jsonschema import Draft202012Validator, validators
 
 from quco.userinput import printable
 
+# names shown in reports: no control or format characters (escape sequences, bidi overrides)
+PRINTABLE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff]*$"
 MAX_PROBLEMS = 20  # a hostile file can break thousands of rules; the first ones say enough
 
 
@@ -110,6 +112,7 @@ class Checker:
         StrictValidator.check_schema(schema)
         self.schema = schema
         self.validator = StrictValidator(schema)
+        self._parts: dict[tuple, object] = {}
 
     def resolve(self, sub: dict) -> dict:
         ref = sub.get("$ref", "")
@@ -123,21 +126,28 @@ class Checker:
             sub = sub.get("items", {}) if isinstance(p, int) else sub.get("properties", {}).get(p, {})
         return self.resolve(sub)
 
-    def problems(self, doc) -> list[tuple[list, str]]:
-        """(path, message) for every rule the document breaks, in document order."""
+    def _part(self, at: tuple):
+        """A validator for the subschema at path `at` (a field given on its own)."""
+        if at not in self._parts:
+            self._parts[at] = StrictValidator({**self.at(at), "$defs": self.schema.get("$defs", {})})
+        return self._parts[at]
+
+    def problems(self, doc, at: tuple = ()) -> list[tuple[list, str]]:
+        """(path, message) for every rule the document breaks, in document order; with `at`,
+        `doc` is the value of that one field (e.g. ("queues", 3) for one queue)."""
         found = []
-        bad = list(_non_finite(doc))
+        bad = [(list(at) + p, v) for p, v in _non_finite(doc)]
         for p, v in bad:
             found.append((p, f"{loc(p)}: {val(v)} is not a finite number; expected {allowed(self.at(p))}"))
-        for err in self.validator.iter_errors(doc):
-            if all(list(err.absolute_path) != p for p, _ in bad):
-                found.extend(self._messages(err))
+        for err in (self._part(tuple(at)) if at else self.validator).iter_errors(doc):
+            if all(list(at) + list(err.absolute_path) != p for p, _ in bad):
+                found.extend(self._messages(err, list(at)))
             if len(found) > 10 * MAX_PROBLEMS:
                 break
         return sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])
 
-    def _messages(self, err) -> list[tuple[list, str]]:
-        path, v, kind, sub = list(err.absolute_path), err.instance, err.validator, err.schema
+    def _messages(self, err, at: list) -> list[tuple[list, str]]:
+        path, v, kind, sub = at + list(err.absolute_path), err.instance, err.validator, err.schema
         where, ok = loc(path), allowed(sub)
         if kind == "required":
             missing = [k for k in sub["required"] if k not in v]

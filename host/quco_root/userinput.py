@@ -1,7 +1,7 @@
 """Files and text a user gives: read them with a bound, show them back literally.
 
 Every command-line input file (kernel.json, GST presets and tables, timing profiles) is
-read through `read_bytes` / `read_text`: only regular files (a FIFO would block for ever,
+read through `read_bytes` / `read_text` / `read_toml`: only regular files (a FIFO would block for ever,
 /dev/zero never ends), at most a stated size, UTF-8 checked. Text a user wrote goes
 through `printable` before it reaches a terminal, so control characters (an escape
 sequence in a kernel name or an unknown key) are shown as escapes instead of acting.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tomllib
 import unicodedata
 
 
@@ -52,6 +53,19 @@ def read_text(path, limit: int, what: str = "file") -> str:
     except UnicodeDecodeError as e:
         raise UserFileError(f"{printable(str(path))}: not UTF-8 text: byte {e.start} "
                             f"(0x{data[e.start]:02x}); expected a {what}") from None
+
+
+def read_toml(path, limit: int, what: str = "TOML file") -> dict:
+    """The decoded TOML file `path` (see read_bytes); every problem names the file."""
+    text, where = read_text(path, limit, what), printable(str(path))
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserFileError(f"{where}: not valid TOML: {printable(str(e))}") from None
+    except RecursionError:
+        raise UserFileError(f"{where}: nested too deeply to be a {what}") from None
+    except ValueError as e:  # an integer of thousands of digits
+        raise UserFileError(f"{where}: not valid TOML: {printable(str(e))[:200]}") from None
 
 
 def _escaped(ch: str) -> str:
