@@ -68,7 +68,7 @@ def checked_gst(spec: str, via: str = "") -> bytes:
 
 def _target(args, kernel=None) -> tuple[str, bytes]:
     """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its GST."""
-    if args.gpu is not None:
+    if getattr(args, "gpu", None) is not None:  # `check` has no --gpu
         return printable(args.gpu), checked_gst(args.gpu, "--gpu")
     if kernel is not None and kernel.gpu:
         return kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")

@@ -48,7 +48,7 @@ def loc(path) -> str:
 
 def val(v) -> str:
     try:
-        text = json.dumps(v, ensure_ascii=False)
+        text = json.dumps(v, ensure_ascii=False, default=str)  # TOML has dates
     except (ValueError, RecursionError):
         text = repr(v)
     text = printable(text)
