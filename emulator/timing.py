@@ -82,8 +82,11 @@ def _checker() -> Checker:
 def load_profile(spec: str | Path = "cv32e40p") -> Profile:
     """A built-in profile by name or a TOML file, checked against profile_schema();
     raises ProfileError naming the file, the table, the key, the value and what is allowed."""
+    if str(spec) == "":
+        raise ProfileError(f"no timing profile given (an empty name); expected one of {', '.join(profile_names())} "
+                           "or a .toml file")
     path = PROFILE_DIR / f"{spec}.toml" if str(spec) in profile_names() else Path(spec)
-    if str(spec) and not path.exists():
+    if not path.exists():
         raise ProfileError(f"{printable(str(spec))}: no such profile file and no such built-in profile "
                            f"({', '.join(profile_names())})")
     try:

@@ -111,7 +111,7 @@ def cmd_launch(args) -> int:
         res = result_from(r.status, r.detail, r.lds, generation=1)
         boot = None
     else:
-        profile = args.profile or ("cv32e40p" if args.cycles else None)
+        profile = args.profile if args.profile is not None else ("cv32e40p" if args.cycles else None)
         dev = _device(gpu, gst, args.firmware, profile=profile, clock_mhz=args.clock, count_memory=args.cycles)
         res = dev.launch(kernel)
         boot = dev.boot_step.instructions
@@ -161,6 +161,8 @@ def cmd_profile(args) -> int:
     step = "cached relaunch" if args.cached else "cold launch"
     steps = profile.attribute(dev.image, dev.soc.timer, res.cost.trace)
     rows = profile.by_function(steps)
+    if args.trace:  # written first: a trace that cannot be written leaves no half report
+        _write(args.trace, json.dumps(profile.chrome_trace(steps, args.clock, f"QuCo {kernel.name} {step}")))
     total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
                     f"({dev.profile.name}), {res.instructions:,} instructions",
@@ -173,9 +175,6 @@ def cmd_profile(args) -> int:
                   f"{100 * r.cycles / total:.1f}", f"{r.total_cycles:,}", f"{100 * r.total_cycles / total:.1f}")
     out.print(t)
     if args.trace:
-        doc = profile.chrome_trace(steps, args.clock,
-                                   f"QuCo {kernel.name} {step}")
-        _write(args.trace, json.dumps(doc))
         out.print(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)")
     return 0
 

@@ -1,0 +1,376 @@
+"""The hostile-input corpus of issue #13: several hundred command lines a hostile user would
+try, each stating what should happen, run in-process through `quco-emu`.
+
+    .venv/bin/python bench/hostile.py [--timeout 20] [--show 10] [-k WORD]
+
+A case expects either an accept (exit 0) or a clean error: one of the stated exit codes,
+the stated words in the message, nothing on stdout (exit 2), no traceback, no control
+character on the terminal, and an output file that was there before left as it was.
+Prints the counts: clean errors, correct accepts, tracebacks, hangs, nonsense accepted
+(an error expected, exit 0), wrong errors (other code or message) and good input refused.
+Cases that belong to issue #13's items 8 and 10 (gst pack validation, host checks of the
+firmware's output) are counted apart, as residuals of that work.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from quco.gst import abi, tables
+from quco.host.fuzz_files import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+MM = str(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+KERNEL = {"name": "k", "compute_intensity": 1.0, "queues": [{"type": "streaming", "length": 1024, "elem_size": 2}]}
+PRESET = (tables.PRESET_DIR / "r9-nano.toml").read_text()
+PROFILE = (ROOT / "emulator" / "profiles" / "cv32e40p.toml").read_text()
+SPECIAL = {"/dev/zero": "not a regular file", "/dev/urandom": "not a regular file", "{fifo}": "not a regular file",
+           "{dir}": "folder", "{tmp}/absent.json": "no such", "": "empty"}
+
+
+@dataclass
+class Case:
+    name: str
+    argv: list
+    files: dict = field(default_factory=dict)  # file name in the case folder -> bytes
+    codes: tuple = (2,)                        # () = an accept (exit 0)
+    words: tuple = ()                          # in stderr (errors) or stdout (accepts)
+    item: str = ""                             # "8" / "10": another helper's item (residual)
+
+
+def kernel(**changes) -> bytes:
+    doc = json.loads(json.dumps(KERNEL))
+    for path, v in changes.items():
+        *parents, last = path.split(".")
+        cur = doc
+        for p in parents:
+            cur = cur[int(p)] if p.isdigit() else cur.setdefault(p, {})
+        if v is DROP:
+            del cur[last]
+        else:
+            cur[int(last) if last.isdigit() else last] = v
+    return json.dumps(doc).encode()
+
+
+DROP = object()
+INTEGER_FIELDS = [("consumer_wavefronts", 1, 64), ("queues.0.length", 1, 2**32 - 1), ("queues.0.count", 1, 16),
+                  ("partition.core_clock_mhz", 0, 10_000), ("partition.active_cus", 0, 1024),
+                  ("partition.lds_bytes", 0, 262_144), ("grid.work_groups", 1, 2**32 - 1),
+                  ("grid.output_bytes", 0, 2**32 - 1), ("grid.flops_per_work_group", 0, 10**15)]
+NOT_INTEGERS = [8.0, 16.5, 1e300, -1e300, "8", True, None, [], {}, 10**30]
+
+
+def kernel_cases():
+    for path, lo, hi in INTEGER_FIELDS:
+        leaf = path.split(".")[-1]
+        extra = {"grid.work_groups": 1} if path.startswith("grid.") and path != "grid.work_groups" else {}
+        for v in (lo, hi):
+            yield Case(f"{path}={v}", ["check", "{k}"], {"k": kernel(**extra, **{path: v})}, ())
+        for v in [lo - 1, hi + 1] + NOT_INTEGERS:
+            for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"]):
+                yield Case(f"{cmd[0]} {path}={v!r:.20}", cmd, {"k": kernel(**extra, **{path: v})}, (2,), (leaf,))
+    for v in (1, 2, 4, 8):
+        yield Case(f"elem_size={v}", ["launch", "{k}", "--reference"], {"k": kernel(**{"queues.0.elem_size": v})}, ())
+    for v in (0, 3, 16, 8.0, "2", None):
+        yield Case(f"elem_size={v!r}", ["check", "{k}"], {"k": kernel(**{"queues.0.elem_size": v})}, (2,), ("elem_size",))
+    for v in (0, 1e6, "low", "medium", "high", 97.5):
+        yield Case(f"ci={v!r}", ["launch", "{k}", "--reference"], {"k": kernel(compute_intensity=v)}, ())
+    for v in (-1, 1e6 + 1, "hgh", True, None, [], 1e300):
+        yield Case(f"ci={v!r}", ["check", "{k}"], {"k": kernel(compute_intensity=v)}, (2,), ("compute_intensity",))
+    for text in ('{"name": "k", "compute_intensity": NaN, "queues": []}',
+                 '{"name": "k", "compute_intensity": Infinity, "queues": [{"type": "streaming", "length": 1, "elem_size": 2}]}',
+                 '{"name": "k", "compute_intensity": 1e999, "queues": [{"type": "streaming", "length": 1, "elem_size": 2}]}',
+                 '{"name": "k", "compute_intensity": -Infinity, "queues": [{"type": "streaming", "length": 1, "elem_size": 2}]}'):
+        yield Case(f"non-finite {text[30:45]}", ["check", "{k}"], {"k": text.encode()}, (2,), ("finite",))
+    # text fields: literal markup is fine, control characters and huge sizes are not
+    for path, limit, empty_ok in (("name", 128, False), ("queues.0.name", 64, True), ("description", 65536, True)):
+        leaf = path.split(".")[-1]
+        for v in ("[/]", "[bold red]X", "ü名", "x" * limit) + (("",) if empty_ok else ()):
+            yield Case(f"{path}={v[:12]!r}", ["launch", "{k}", "--reference"], {"k": kernel(**{path: v})}, ())
+        bad = ["x" * (limit + 1), "x" * 300_000] + ([] if empty_ok else [""])
+        bad += [] if leaf == "description" else ["\x1b[2J", "a\nb", "\x00", "\u202e", "a\rb", "\x9b31m"]
+        for v in bad:
+            for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"]):
+                yield Case(f"{cmd[0]} {path}={v[:12]!r}", cmd, {"k": kernel(**{path: v})}, (2,), (leaf,))
+    for v in ("[/]", "\x1b[2J", "x" * 5000, "", "nope", "{dir}", "/dev/zero", "{fifo}", "{g}"):
+        files = {"k": kernel(gpu=v)}
+        if v == "{g}":
+            files["g.toml"] = _preset("dram_bw_mbps", "[dram_bw_mbps]\nvalue = 0")
+        for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"], ["explain", "{k}"]):
+            yield Case(f"{cmd[0]} gpu={v[:10]!r}", cmd, files, (2,), ("gpu",))
+    for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"]):
+        yield Case(f"{cmd[0]} gpu=r9-nano", cmd, {"k": kernel(gpu="r9-nano")}, ())
+
+
+def structure_cases():
+    q = KERNEL["queues"][0]
+    docs = {
+        "deep 1000": ("[" * 1000 + "]" * 1000, "nested too deeply"),
+        "deep 100000": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        "deep in description": (json.dumps(KERNEL)[:-1] + ', "description": ' + "[" * 990 + "]" * 990 + "}", ""),
+        "top array": ("[1]", "top level"), "top string": ('"k"', "top level"), "top null": ("null", "top level"),
+        "top number": ("5", "top level"), "empty": ("", "not JSON"), "blank": ("  \n", "not JSON"),
+        "garbage after": (json.dumps(KERNEL) + "}", "not JSON"), "duplicate key": ('{"name": "a", "name": "b"}', "duplicate"),
+        "many keys": ("{" + ",".join(f'"k{i}": {i}' for i in range(50_000)) + "}", "unknown field"),
+        "many queues": (json.dumps(dict(KERNEL, queues=[q] * 10_000)), "queues"),
+        "huge int": ('{"name": "k", "compute_intensity": 1' + "0" * 5000 + "}", "not JSON"),
+        "unknown key": (json.dumps(dict(KERNEL, colour=1)), "colour"),
+        "unknown escape key": (json.dumps(dict(KERNEL, **{"\x1b[31mred": 1})), "unknown field"),
+        "unknown markup key": (json.dumps(dict(KERNEL, **{"[/]": 1})), "[/]"),
+        "unknown 100 KB key": (json.dumps(dict(KERNEL, **{"k" * 100_000: 1})), "unknown field"),
+        "17 queues": (json.dumps(dict(KERNEL, queues=[q] * 17)), "17 entries"),
+        "count 17": (json.dumps(dict(KERNEL, queues=[dict(q, count=17)])), "count"),
+        "count 8+9": (json.dumps(dict(KERNEL, queues=[dict(q, count=8), dict(q, count=9)])), "17 queues"),
+        "count 17.0": (json.dumps(dict(KERNEL, queues=[dict(q, count=17.0)])), "count"),
+        "count 16.0": (json.dumps(dict(KERNEL, queues=[dict(q, count=16.0)])), "decimal point"),
+        "count 1e300": (json.dumps(dict(KERNEL, queues=[dict(q, count=1e300)])), "count"),
+        "2 MB": (json.dumps(dict(KERNEL, description="x" * 2_000_000)), "larger than"),
+        "queue not object": (json.dumps(dict(KERNEL, queues=[5])), "queues[0]"),
+    }
+    for name, (text, words) in docs.items():
+        for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"], ["launch", "{k}"]):
+            yield Case(f"{cmd[0]}{cmd[-1] if len(cmd) > 2 else ''} {name}", cmd, {"k": text.encode()}, (2,),
+                       (words,) if words else ())
+    for raw, words in ((b'{"name": "\xff"}', "not UTF-8"), (b"\xff\xfe{\x00}\x00", "not UTF-8")):
+        yield Case(f"binary {raw[:6]!r}", ["check", "{k}"], {"k": raw}, (2,), (words,))
+    for name, queues in (("count 16", [dict(q, count=16)]), ("count 8+8", [dict(q, count=8), dict(q, count=8)]),
+                         ("16 entries", [q] * 16)):
+        for cmd in (["check", "{k}"], ["launch", "{k}", "--reference"], ["launch", "{k}"]):
+            yield Case(f"{cmd[0]} {name}", cmd, {"k": json.dumps(dict(KERNEL, queues=queues)).encode()}, ())
+    for path, words in SPECIAL.items():
+        for cmd in (["check"], ["launch"], ["launch", "--reference"], ["explain"], ["search"], ["profile"]):
+            yield Case(f"{cmd[0]} kernel {path or '(empty)'}", cmd[:1] + [path] + cmd[1:], {}, (2,), (words,))
+    yield Case("unit refuses active_cus 1000 on r9-nano", ["launch", "{k}"], {"k": kernel(**{"partition.active_cus": 1000})},
+               (3,), ("active_cus",))
+
+
+def _preset(field: str, text: str) -> bytes:
+    """The R9 Nano preset with `field`'s table replaced by `text` (TOML lines)."""
+    lines, out, skip = PRESET.splitlines(), [], False
+    for line in lines:
+        if line.startswith("["):
+            skip = line == f"[{field}]"
+            if skip:
+                out.append(text)
+                continue
+        if not skip:
+            out.append(line)
+    return ("\n".join(out) + "\n").encode()
+
+
+def gst_cases():
+    checks = (["gst", "check", "{g}"], ["launch", MM, "--reference", "--gpu", "{g}"], ["launch", MM, "--gpu", "{g}"])
+    for f in abi.GST_CHECKED:
+        lo, hi = int(f.lo), int(f.hi)
+        bad = {f"{hi + 1}": "out of range", f"{float(lo)}": "not an integer", f'"{lo}"': "not an integer",
+               "true": "not an integer", "[]": "not an integer"}
+        if lo > 0:
+            bad[str(lo - 1)] = "out of range"
+        for value, words in bad.items():
+            for cmd in checks[:2]:
+                yield Case(f"{cmd[0]} gst {f.name}={value}", cmd, {"g.toml": _preset(f.name, f"[{f.name}]\nvalue = {value}")},
+                           (2,), (f.name, words))
+        for text, words in ((f"[{f.name}]\nsource = \"x\"", "missing"), ("", "missing"),
+                            (f"[{f.name}]\nvalue = {hi}\nunit = \"MHz\"", "unknown key"),
+                            (f"[{f.name}]\nvalue = {hi}\nsource = 5", "source")):
+            yield Case(f"gst {f.name} table {text[-12:]!r}", checks[0], {"g.toml": _preset(f.name, text)}, (2,), (words,))
+    shape = {"cache_line_bytes": 100, "lds_bytes": 1100, "min_tile_elems": 48, "max_tile_elems": 32}
+    for name, v in shape.items():  # within range, against the unit's shape rules
+        files = {"g.toml": _preset(name, f"[{name}]\nvalue = {v}")}
+        for cmd in checks + (["explain", MM, "--gpu", "{g}"], ["search", MM, "--gpu", "{g}"]):
+            yield Case(f"{cmd[0]} gst {name}={v}", cmd, files, (2,), (name,))
+        yield Case(f"gst pack {name}={v}", ["gst", "pack", "{g}", "-o", "{out}"], files, (2,), (name,), item="8")
+    for v, ok in (('"' + "N" * 31 + '"', True), ('"' + "N" * 32 + '"', False), ('"[/]"', True), ('""', False),
+                  ('"\\u001b[2J"', False), ('"Radeon\\u2122"', False), ("5", False)):
+        text = PRESET.replace('name = "R9 Nano"', f"name = {v}").encode()
+        for cmd in checks[:2] + (["gst", "show", "{g}"],):
+            yield Case(f"{cmd[0]} gst name={v[:10]}", cmd, {"g.toml": text}, () if ok else (2,), () if ok else ("name",))
+    big = "x" * 10_000_000
+    for name, text, words in (
+            ("source 10 MB", _preset("num_cus", f'[num_cus]\nvalue = 64\nsource = "{big}"'), "larger than"),
+            ("source 5000", _preset("num_cus", f'[num_cus]\nvalue = 64\nsource = "{big[:5000]}"'), "source"),
+            ("unknown field", PRESET.encode() + b"\n[colour]\nvalue = 1\n", "colour"),
+            ("unknown escape field", PRESET.encode() + b'\n["\\u001b[2J"]\nvalue = 1\n', "unknown field"),
+            ("not UTF-8", PRESET.encode().replace(b"R9 Nano", b"R9 \xff"), "UTF-8"),
+            ("not TOML", PRESET.encode() + b"\n[[[\n", "TOML"), ("empty", b"", "name"),
+            ("deep", b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested"),
+            ("huge int", b"x = 1" + b"0" * 5000 + b"\n", "TOML")):
+        for cmd in checks[:2] + (["gst", "show", "{g}"],):
+            yield Case(f"{cmd[0]} gst {name}", cmd, {"g.toml": text}, (2,), (words,))
+    for cmd in (["gst", "show", "{g}"], ["gst", "check", "{g}"]):
+        text = _preset("num_cus", '[num_cus]\nvalue = 64\nsource = "[bold red]X \\u001b[2J"')
+        yield Case(f"{cmd[1]} gst markup source", cmd, {"g.toml": text}, (), ("[bold red]X" if cmd[1] == "show" else "ok",))
+    good = tables.load("r9-nano")
+    bad_crc = bytearray(good)
+    bad_crc[abi.GST.offset("num_cus")] ^= 1
+    version2 = bytearray(good)
+    version2[abi.GST.offset("version")] = 2
+    magic = bytearray(good)
+    magic[0] ^= 0xFF
+    binaries = {"100 bytes": (good[:100], "256"), "257 bytes": (good + b"\0", "larger than"), "0 bytes": (b"", "256"),
+                "bad CRC": (bytes(bad_crc), "checksum"), "version 2": (bytes(version2), "version"),
+                "bad magic": (bytes(magic), "magic"), "random": (bytes(range(256)), "magic")}
+    for name, (raw, words) in binaries.items():
+        for cmd in checks + (["check", "{k}"],):
+            files = {"g.gst": raw, "k": kernel(gpu="{g}")}
+            yield Case(f"{cmd[0]} binary gst {name}", cmd, files, (2,), (words,))
+        yield Case(f"gst pack binary {name}", ["gst", "pack", "{g}", "-o", "{out}"], {"g.gst": raw}, (2,), (words,),
+                   item="8" if len(raw) == 256 else "")
+    yield Case("gst check binary ok", ["gst", "check", "{g}"], {"g.gst": good}, (), ("R9 Nano",))
+    for path, words in SPECIAL.items():
+        for cmd in (["gst", "check", path], ["gst", "show", path], ["gst", "pack", path, "-o", "{out}"],
+                    ["launch", MM, "--gpu", path], ["explain", MM, "--gpu", path], ["search", MM, "--gpu", path],
+                    ["check", "{k}"]):
+            yield Case(f"{' '.join(cmd[:2])} gst {path or '(empty)'}", cmd, {"k": kernel(gpu=path)} if path else
+                       {"k": kernel(gpu="")}, (2,), (words if cmd[0] != "check" or path else "gpu",))
+
+
+def profile_cases():
+    edits = {"top hazard = 5": ("\n[hazard]", "\nhazard = 5\n[x]"), "top result = 5": ("\n[result]", "\nresult = 5\n[x]"),
+             "top issue = 5": ("[issue]", "issue = 5\n[x]"), "jalr_operand one": ("jalr_operand = 1", 'jalr_operand = "one"'),
+             "jalr_operand 1.7": ("jalr_operand = 1", "jalr_operand = 1.7"), "jalr_operand -1": ("jalr_operand = 1", "jalr_operand = -1"),
+             "jalr_operand huge": ("jalr_operand = 1", "jalr_operand = 99999999999999999"),
+             "jalr_operand 1001": ("jalr_operand = 1", "jalr_operand = 1001"),
+             "fpu_busy string": ("fpu_busy_until_result = true", 'fpu_busy_until_result = "false"'),
+             "fpu_busy int": ("fpu_busy_until_result = true", "fpu_busy_until_result = 1"),
+             "unknown table": ("[wake]", "[turbo]\nx = 1\n[wake]"), "unknown class": ("alu = 1", "alu = 1\nvector = 2"),
+             "missing class": ("\nalu = 1", "\n"), "wake negative": ("reset = 4", "reset = -4"),
+             "div float": ("div = 35", "div = 35.0"), "div inf": ("div = 35", "div = inf"), "div nan": ("div = 35", "div = nan"),
+             "load string": ("load = 1 ", 'load = "1"'), "load array": ("load = 1 ", "load = [1]"),
+             "load date": ("load = 1 ", "load = 1979-05-27"), "name escape": ('name = "cv32e40p"', 'name = "\\u001b[2J"'),
+             "name long": ('name = "cv32e40p"', f'name = "{"n" * 65}"'), "name empty": ('name = "cv32e40p"', 'name = ""'),
+             "description 2000": ('description = "', f'description = "{"d" * 2000}'),
+             "not TOML": ("[issue]", "[issue"), "not UTF-8": ("cv32e40p", "cv32e40p\udcff")}
+    for name, (old, new) in edits.items():
+        assert old in PROFILE, old
+        text = PROFILE.replace(old, new, 1).encode("utf-8", "surrogateescape")
+        for cmd in (["launch", MM, "--profile", "{p}"], ["profile", MM, "--profile", "{p}"]):
+            yield Case(f"{cmd[0]} profile {name}", cmd, {"p.toml": text}, (2,), ("p.toml",))
+    for name, text in (("copy", PROFILE), ("markup name", PROFILE.replace('name = "cv32e40p"', 'name = "[/]"')),
+                       ("no optional tables", PROFILE.split("[result]")[0])):
+        for cmd in (["launch", MM, "--profile", "{p}"], ["profile", MM, "--profile", "{p}"]):
+            yield Case(f"{cmd[0]} profile {name}", cmd, {"p.toml": text.encode()}, ())
+    for path, words in list(SPECIAL.items()) + [("nope", "no such")]:
+        for cmd in (["launch", MM, "--profile", path], ["profile", MM, "--profile", path]):
+            yield Case(f"{cmd[0]} profile {path or '(empty)'}", cmd, {}, (2,), (words,))
+
+
+def option_cases():
+    for v in ("0", "-1", "nan", "inf", "-inf", "1e308", "abc", "", "10000.1", "0x10"):
+        for cmd in (["launch", MM, "--cycles"], ["profile", MM]):
+            yield Case(f"{cmd[0]} --clock {v!r}", cmd + ["--clock", v], {}, (2,), ("--clock",))
+    for v in ("10000", "0.5", "700"):
+        for cmd in (["launch", MM, "--cycles", "--json"], ["profile", MM]):
+            yield Case(f"{cmd[0]} --clock {v}", cmd + ["--clock", v], {}, ())
+    outputs = {"a folder": ("{dir}", "directory"), "a missing folder": ("{tmp}/no/such/x", "No such file")}
+    for name, (path, words) in outputs.items():
+        for cmd in (["profile", MM, "--trace", path], ["gst", "pack", "r9-nano", "-o", path],
+                    ["launch", MM, "--model", "--model-trace", path]):
+            yield Case(f"{cmd[0]} output to {name}", cmd, {}, (2,), (words,))
+    for cmd in (["profile", MM, "--trace", "{out}"], ["gst", "pack", "r9-nano", "-o", "{out}"],
+                ["launch", MM, "--model", "--model-trace", "{out}"]):
+        yield Case(f"{cmd[0]} output over a file", cmd, {}, (), ("wrote",))
+    for cmd in (["launch", "{k}", "--gpu", ""], ["explain", "{k}", "--gpu", ""], ["search", "{k}", "--gpu", ""],
+                ["diff", "{k}", "--gpu", ""]):
+        yield Case(f"{cmd[0]} --gpu ''", cmd, {"k": kernel()}, (2,), ("no GST given",))
+
+
+def corpus() -> list[Case]:
+    return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases()]
+
+
+# ---------------------------------------------------------------- running
+OLD = b"the previous output, which a failed run must leave alone\n"
+PLACES = ("{k}", "{g}", "{p}", "{dir}", "{fifo}", "{tmp}", "{out}")
+
+
+def materialize(case: Case, folder: Path) -> dict:
+    """Write the case's files into `folder`; returns placeholder -> path."""
+    (folder / "d").mkdir()
+    os.mkfifo(folder / "fifo")
+    (folder / "out.gst").write_bytes(OLD)
+    names = {"{k}": "k.json", "{g}": next((n for n in case.files if n.startswith("g.")), "g.toml"),
+             "{p}": "p.toml", "{dir}": "d", "{fifo}": "fifo", "{out}": "out.gst"}
+    where = {key: str(folder / n) for key, n in names.items()} | {"{tmp}": str(folder)}
+    for name, data in case.files.items():
+        for key, path in where.items():
+            data = data.replace(key.encode(), path.encode())
+        (folder / names.get(f"{{{name}}}", name)).write_bytes(data)
+    return where
+
+
+def judge(case: Case, folder: Path) -> tuple[str, str]:
+    """(class, detail) of one case, run in `folder`."""
+    where = materialize(case, folder)
+    argv = [a for a in case.argv]
+    for i, a in enumerate(argv):
+        for key, path in where.items():
+            a = a.replace(key, path)
+        argv[i] = a
+    o = run_cli(argv, ARGS.timeout)
+    detail = f"quco-emu {' '.join(repr(a)[:80] if not a.isprintable() or len(a) > 80 else a for a in argv)} -> " \
+             f"{o.kind} {o.code}: {(o.trace or o.err or o.out)[-600:]}"
+    out_now = (folder / "out.gst").read_bytes() if (folder / "out.gst").is_file() else b""
+    leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    if o.kind in ("traceback", "hang"):
+        return o.kind, detail
+    if o.leaked_control():
+        return "control character shown", detail
+    if not case.codes:
+        if o.code != 0:
+            return "good input refused", detail
+        return ("correct accept" if all(w in o.out for w in case.words) else "accept, wrong output"), detail
+    if o.code == 0:
+        return "nonsense accepted", detail
+    ok = (o.code in case.codes and all(w.lower() in o.err.lower() for w in case.words)
+          and (o.code != 2 or o.out == "") and out_now == OLD and not leftovers and "Traceback" not in o.err)
+    return ("clean error" if ok else "wrong error"), detail
+
+
+ARGS = argparse.Namespace(timeout=20.0)
+GOOD = ("clean error", "correct accept")
+
+
+def main(argv=None) -> int:
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--timeout", type=float, default=20.0, help="seconds a case may take before it counts as a hang")
+    ap.add_argument("--show", type=int, default=10, help="print this many failing cases")
+    ap.add_argument("-k", default="", help="only cases whose name contains this")
+    ARGS = ap.parse_args(argv)
+    con = Console(width=None if sys.stdout.isatty() else 110)
+    cases = [c for c in corpus() if ARGS.k in c.name]
+    mine, residual, bad = collections.Counter(), collections.Counter(), []
+    with tempfile.TemporaryDirectory() as top:
+        for i, case in enumerate(cases):
+            folder = Path(top) / str(i)
+            folder.mkdir()
+            kind, detail = judge(case, folder)
+            (residual if case.item else mine)[kind] += 1
+            if kind not in GOOD:
+                bad.append((case, kind, detail))
+    t = Table(title=f"hostile corpus: {len(cases)} cases through quco-emu")
+    t.add_column("outcome")
+    t.add_column("this work", justify="right")
+    t.add_column("items 8/10 (residual)", justify="right")
+    for kind in ("clean error", "correct accept", "traceback", "hang", "nonsense accepted", "wrong error",
+                 "good input refused", "accept, wrong output", "control character shown"):
+        t.add_row(kind, f"{mine[kind]:,}", f"{residual[kind]:,}")
+    con.print(t)
+    for case, kind, detail in [b for b in bad if not b[0].item][:ARGS.show] + [b for b in bad if b[0].item][:3]:
+        con.print(f"[{kind}]{' (item ' + case.item + ')' if case.item else ''} {case.name}: {detail}",
+                  markup=False, highlight=False)
+    return 1 if any(not c.item for c, _, _ in bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
