@@ -381,6 +381,8 @@ def _run(args) -> int:
         code, text = EXIT_FAULT, f"emulator fault: {e}"
     except tuple(kind for kind, _ in ERRORS) as e:
         code, text = next(c for kind, c in ERRORS if isinstance(e, kind)), f"error: {e}"
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except OSError as e:  # an output file or folder the commands above do not name themselves
         what = f"{e.filename}: " if e.filename else ""
         code, text = EXIT_INPUT, f"error: {what}{e.strerror or e}"
