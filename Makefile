@@ -61,6 +61,7 @@ bench: firmware
 
 fuzz: firmware
 	$(BIN)/python bench/fuzz.py
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_differential.py tests/test_kernel.py tests/test_perfmodel.py
 
 clean:
 	rm -rf $(BUILD)

@@ -1,13 +1,23 @@
 import itertools
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from hypothesis import HealthCheck, settings
 
 from quco.gst import abi
 from quco.host.device import Device, firmware_path
+
+# Property tests: `make test` draws the same examples every run (derandomize: a bug is caught
+# every time or never, not with some seeds); `make fuzz` (HYPOTHESIS_PROFILE=fuzz) draws new
+# ones each run and more of them where a test does not fix its own count.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("fuzz", derandomize=False, deadline=None, max_examples=2000, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "examples" / "kernels"          # the bundled Table I kernels
