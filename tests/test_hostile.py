@@ -18,6 +18,7 @@ from quco.gst import tables
 from quco.host.device import Device
 from quco.host.fuzz_files import run_cli
 from quco.host.kernel import Kernel, KernelError
+from quco.userinput import printable
 
 MM = str(MM_KERNEL)
 Q = {"type": "streaming", "length": 1024, "elem_size": 2}
@@ -228,3 +229,31 @@ def test_device_flow_obeys_the_file_rules(elf_path):
         dev.init(1.0, consumer_wavefronts=0)
     with pytest.raises(ValueError, match="clock_mhz 0"):
         Device("r9-nano", elf_path, clock_mhz=0)
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("plain [/] text", "plain [/] text"),
+    ("a\x1b[2Jb", "a\\x1b[2Jb"),
+    ("\x9b31m", "\\x9b31m"),
+    ("rtl\u202eoverride", "rtl\\u202eoverride"),
+    ("tag\U000e0041", "tag\\U000e0041"),
+    ("two\nlines\r", "two\\x0alines\\x0d"),
+    ("ünï 名", "ünï 名"),
+])
+def test_printable_escapes_control_and_format_characters(text, shown):
+    assert printable(text) == shown
+    assert printable("one\ntwo\x07", keep="\n") == "one\ntwo\\x07"
+
+
+@pytest.mark.parametrize("text,words", [
+    ("name = \n", "not valid TOML: Invalid value (at line 1, column 8)"),
+    ("x = " + "[" * 3000 + "]" * 3000, "nested too deeply to be a GST preset (.toml)"),
+    ("x = 1" + "0" * 5000, "not valid TOML"),
+    ('name = "\\u001b"', "name: '\\x1b': expected printable ASCII"),
+])
+def test_broken_toml_names_the_file(tmp_path, text, words):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(tables.GstFileError) as e:
+        tables.load(path)
+    assert str(e.value).startswith(f"{path}: ") and words in str(e.value)
