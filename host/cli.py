@@ -18,7 +18,7 @@ from rich.text import Text
 from quco.emulator.faults import ElfError, Fault
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import atomic, cli_perf, profile, reference
+from quco.host import atomic, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
 
@@ -337,6 +337,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="cv32e40p", help="timing profile for the cycle counts")
     p.set_defaults(func=cmd_gdb)
     cli_perf.add_parsers(sub)
+    cli_run.add_parsers(sub)
     return ap
 
 
