@@ -32,11 +32,9 @@ def _shapes(graph) -> dict:
     out = {}
     for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
         t = vi.type.tensor_type
-        if not t.HasField("shape"):
-            out[vi.name] = (None, t.elem_type)
-            continue
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-        out[vi.name] = (None if None in dims else dims, t.elem_type)
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim] if t.HasField("shape") else [None]
+        if None not in dims or out.get(vi.name, (None,))[0] is None:   # a declared output without a shape
+            out[vi.name] = (None if None in dims else dims, t.elem_type)  # does not hide the inferred one
     for init in graph.initializer:
         out[init.name] = (list(init.dims), init.data_type)
     return out
@@ -93,13 +91,14 @@ def _conv(x, w, y, at: dict):
 def convert(path, name: str | None = None, elem_size: int | None = None) -> tuple[dict, list[dict]]:
     """(workload document, unsupported nodes) for an ONNX file or ModelProto."""
     onnx = _onnx()
+    where = "model" if isinstance(path, onnx.ModelProto) else str(path)
     try:
         model = path if isinstance(path, onnx.ModelProto) else onnx.load(str(path))
         model = onnx.shape_inference.infer_shapes(model)
     except FileNotFoundError:
-        raise WorkloadError([f"{path}: cannot read: no such file"]) from None
+        raise WorkloadError([f"{where}: cannot read: no such file"]) from None
     except Exception as e:  # onnx raises DecodeError, ValidationError, InferenceError...
-        raise WorkloadError([f"{path}: not a readable ONNX model: {str(e).splitlines()[0] if str(e) else type(e).__name__}"]) from None
+        raise WorkloadError([f"{where}: not a readable ONNX model: {str(e).splitlines()[0] if str(e) else type(e).__name__}"]) from None
     sizes = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.FLOAT: 4,
              onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1,
              onnx.TensorProto.INT32: 4, onnx.TensorProto.INT64: 8}
@@ -137,10 +136,10 @@ def convert(path, name: str | None = None, elem_size: int | None = None) -> tupl
         types.setdefault(key, {kind: body, "elem_size": size})
         layers.append({"name": label, "type": key})
     if not layers:
-        raise WorkloadError([f"{path}: no MatMul, Gemm or Conv node with known shapes "
+        raise WorkloadError([f"{where}: no MatMul, Gemm or Conv node with known shapes "
                              f"({len(skipped)} nodes not imported: {', '.join(sorted({s['op_type'] for s in skipped})) or 'none'})"])
-    title = name or model.graph.name or Path(str(path)).stem
-    doc = {"name": title, "description": f"Imported from {Path(str(path)).name} by quco-emu import: "
+    title = name or model.graph.name or Path(where).stem
+    doc = {"name": title, "description": f"Imported from {Path(where).name} by quco-emu import: "
            f"{len(layers)} MatMul/Gemm/Conv nodes of {len(model.graph.node)}; shapes from ONNX shape inference.",
            "layer_types": types, "layers": layers}
     if skipped:
