@@ -35,10 +35,10 @@ def _tenant(spec: str) -> runner.Tenant:
     if at:
         parts = share.split(":")
         if len(parts) > 2 or not all(p.isdigit() for p in parts):
-            raise fail(f"{spec}: expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES with whole numbers")
+            raise fail(f"tenant {spec!r}: expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES with whole numbers")
         cus, lds = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
         if lds % 128:
-            raise fail(f"{spec}: LDS_BYTES {lds} is not a multiple of 128")
+            raise fail(f"tenant {spec!r}: LDS_BYTES {lds} is not a multiple of 128")
     return runner.Tenant(format.load(path), cus, lds)
 
 
