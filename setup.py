@@ -3,6 +3,7 @@
 `quco` is an implicit namespace package: `quco.X` is the top-level folder `X/`, so
 `quco.emulator.soc` is emulator/soc.py. A new package is one more name in PACKAGES.
 """
+import os
 import shutil
 import subprocess
 
@@ -25,10 +26,12 @@ class BuildPyWithFirmware(build_py):
     def run(self):
         if not self.editable_mode:  # an editable install reads firmware/build/ in place
             self.make_firmware()
+            # setuptools packs all of build/lib: drop what an earlier build left there
+            shutil.rmtree(os.path.join(self.build_lib, "quco"), ignore_errors=True)
         super().run()
 
     def make_firmware(self):
-        if not (shutil.which("make") and shutil.which("riscv64-unknown-elf-gcc")):
+        if not (os.path.exists("Makefile") and shutil.which("make") and shutil.which("riscv64-unknown-elf-gcc")):
             self.announce("make or riscv64-unknown-elf-gcc missing: the wheel ships "
                           f"{ELF} only if it was built before", level=3)
             return
