@@ -49,6 +49,7 @@ $(GENERATED) &: gst/abi.py gst/codegen.py | venv
 	@touch $(GENERATED)
 
 firmware: $(ELF)
+# the Makefile is a prerequisite because CFLAGS live in it
 $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(wildcard firmware/include/*.h) $(GENERATED) \
                                                firmware/quco.ld Makefile | toolchain
 	@mkdir -p $(BUILD)
@@ -70,4 +71,4 @@ fuzz: venv firmware
 	$(BIN)/python bench/fuzz.py
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build
