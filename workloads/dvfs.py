@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
+from quco.examples import WORKLOADS
 from quco.perfmodel.evaluate import geomean
 from quco.workloads import runner
 from quco.workloads.format import WorkloadError, Workload, read_json
@@ -24,7 +25,7 @@ TRACE_SCHEMA = {
         "gpu": {"type": "string", "minLength": 1},
         "clocks_mhz": {"type": "array", "minItems": 1, "maxItems": 100000,
                        "items": {"type": "integer", "minimum": 1, "maximum": 10000}}}}
-TRACES = Path(__file__).resolve().parent.parent / "examples" / "workloads" / "dvfs"
+TRACES = WORKLOADS / "dvfs"
 
 
 @dataclasses.dataclass
