@@ -15,3 +15,8 @@ WORKLOADS = Path(files(__name__) / "workloads")
 def kernel_files() -> dict[str, Path]:
     """Every bundled kernel by name: `matrix-matrix`, `mi100/matrix-matrix`, ..."""
     return {p.relative_to(KERNELS).with_suffix("").as_posix(): p for p in sorted(KERNELS.rglob("*.json"))}
+
+
+def workload_files() -> dict[str, Path]:
+    """Every bundled workload by name: `workloads/whisper-tiny`, ... (not the DVFS traces)."""
+    return {f"workloads/{p.stem}": p for p in sorted(WORKLOADS.glob("*.json"))}

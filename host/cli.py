@@ -174,7 +174,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_examples(args) -> int:
-    bundled = examples.kernel_files()
+    bundled = examples.kernel_files() | examples.workload_files()
     unknown = [n for n in args.names if n not in bundled]
     if unknown:
         raise UserError(f"no bundled example {unknown[0]!r}; there are: {', '.join(bundled)}")
@@ -326,7 +326,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", help="one preset or file, or 'all' (default)")
     p.add_argument("--firmware")
     p.set_defaults(func=cmd_diff)
-    p = sub.add_parser("examples", help="print the paths of the bundled kernel files (all, or those named)")
+    p = sub.add_parser("examples", help="print the paths of the bundled kernel and workload files (all, or those named)")
     p.add_argument("names", nargs="*", help="e.g. matrix-matrix, mi100/matrix-matrix")
     p.set_defaults(func=cmd_examples)
     p = sub.add_parser("explain", help="each step of the pick with its intermediate values (reference model)")

@@ -71,6 +71,18 @@ def test_launch_a_bundled_example_from_an_empty_folder(installed):
     assert [q["slots"] for q in doc["queues"]] == model.slots
 
 
+def test_run_a_bundled_workload_with_a_dvfs_trace(installed):
+    r = run(installed, "quco-emu", "examples", "workloads/whisper-tiny-types")
+    path = Path(r.stdout.strip())
+    assert r.returncode == 0 and path.is_relative_to(installed[0].parent), r.stderr
+    r = run(installed, "quco-emu", "run", path, "--gpu", "mi100", "--dvfs", "mi100-u-shaped", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["layers"]) == len(doc["dvfs"]["rows"]) == 9
+    assert all(layer["tile"] and layer["run_ns"] > 0 for layer in doc["layers"])
+    assert min(row["clock_mhz"] for row in doc["dvfs"]["rows"]) == 950  # the trace's bottom (layer 7)
+
+
 def test_diff_every_preset_and_bundled_example(installed):
     r = run(installed, "quco-emu", "diff")
     assert r.returncode == 0, r.stderr
