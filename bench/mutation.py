@@ -6,7 +6,7 @@ input layer and the reference model does `make test`'s suite catch?
 
 mutmut runs the tests in-process with its mutated copy first on sys.path, so the copy must be
 importable under the names the tests use (`quco.host.kernel`). The repository maps those names
-to host/, gst/, ... through the installed package, which mutmut does not see; this script
+to host/, gst/, ... through setup.py's package map, which mutmut does not see; this script
 therefore stages the package in its installed layout (quco/host, quco/gst, ...) in a temporary
 folder with the tests, the examples and a setup.cfg holding mutmut's settings, runs
 `mutmut run` there and prints killed, survived, timed out and untested mutants per module
@@ -19,6 +19,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,10 +28,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = {"host/quco_root": "quco", "host": "quco/host", "gst": "quco/gst", "emulator": "quco/emulator",
-           "perfmodel": "quco/perfmodel"}
-MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "host/quco_root/schema.py",
-           "host/quco_root/userinput.py"]
+# setup.py's package map: quco.X is the folder X/
+PACKAGES = re.search(r"PACKAGES = \(([^)]*)\)", (ROOT / "setup.py").read_text()).group(1)
+PACKAGE = {name: f"quco/{name}" for name in re.findall(r'"(\w+)"', PACKAGES)}
+MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it)
 TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_input.py", "tests/test_hostile.py",
          "tests/test_cli.py", "tests/test_device.py", "tests/test_differential.py", "tests/test_timing.py"]
@@ -43,12 +44,11 @@ def staged(path: str) -> str:
 
 
 def stage(folder: Path, modules: list[str]) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "quco_root", "*.pyc")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for src, dst in PACKAGE.items():
         shutil.copytree(ROOT / src, folder / dst, ignore=ignore, dirs_exist_ok=True)
     for extra in ("tests", "examples"):
         shutil.copytree(ROOT / extra, folder / extra, ignore=ignore)
-    shutil.copytree(ROOT / "examples", folder / "quco" / "examples")  # host/cli_perf.py: ROOT/examples
     lines = ["[mutmut]", "source_paths = quco", "only_mutate ="] + [f"    {staged(m)}" for m in modules]
     lines += ["also_copy =", "    tests", "    examples", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {t}" for t in TESTS]

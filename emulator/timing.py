@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
-from quco.schema import PRINTABLE, Checker, report
-from quco.userinput import UserFileError, printable, read_toml
+from quco.gst.schema import PRINTABLE, Checker, report
+from quco.gst.userinput import UserFileError, printable, read_toml
 
-PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+PROFILE_DIR = Path(files(__package__) / "profiles")  # package data
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",
            "fp_add", "fp_mul", "fp_fma", "fp_div", "fp_other", "csr", "csr_machine", "system")
 # classes a profile may leave out, and the class they then cost like (profiles written

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import zlib
+from importlib.resources import files
 from pathlib import Path
 
 from quco.gst import abi
-from quco.userinput import UserFileError, printable, read_bytes, read_toml
+from quco.gst.userinput import UserFileError, printable, read_bytes, read_toml
 
-PRESET_DIR = Path(__file__).resolve().parent / "presets"
+PRESET_DIR = Path(files(__package__) / "presets")  # package data
 MAX_TOML_BYTES = 64 * 1024  # a preset is about 3 KB; a cap keeps /dev/zero and 10 MB strings out
 MAX_SOURCE_CHARS = 1000     # one field's `source` note (the longest shipped one is about 200)
 ENTRY_KEYS = ("value", "source")  # what a field's table may hold

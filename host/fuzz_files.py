@@ -180,11 +180,10 @@ def toml_line_mutation(rng: random.Random, text: str) -> str:
 
 # ---------------------------------------------------------------- a campaign
 def _sources():
-    from pathlib import Path
+    from quco import examples
     from quco.emulator import timing
     from quco.gst import tables
-    root = Path(__file__).resolve().parent.parent
-    return (sorted((root / "examples" / "kernels").rglob("*.json")), sorted(tables.PRESET_DIR.glob("*.toml")),
+    return (sorted(examples.KERNELS.rglob("*.json")), sorted(tables.PRESET_DIR.glob("*.toml")),
             sorted(timing.PROFILE_DIR.glob("*.toml")))
 
 

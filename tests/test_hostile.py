@@ -18,7 +18,7 @@ from quco.gst import tables
 from quco.host.device import Device
 from quco.host.fuzz_files import run_cli
 from quco.host.kernel import Kernel, KernelError
-from quco.userinput import printable
+from quco.gst.userinput import printable
 
 MM = str(MM_KERNEL)
 Q = {"type": "streaming", "length": 1024, "elem_size": 2}
