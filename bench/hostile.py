@@ -33,6 +33,8 @@ MM = str(ROOT / "examples" / "kernels" / "matrix-matrix.json")
 KERNEL = {"name": "k", "compute_intensity": 1.0, "queues": [{"type": "streaming", "length": 1024, "elem_size": 2}]}
 PRESET = (tables.PRESET_DIR / "r9-nano.toml").read_text()
 PROFILE = (ROOT / "emulator" / "profiles" / "cv32e40p.toml").read_text()
+GOOD_GST = tables.load("r9-nano")
+BAD_CRC = GOOD_GST[:20] + bytes([GOOD_GST[20] ^ 1]) + GOOD_GST[21:]
 SPECIAL = {"/dev/zero": "not a regular file", "/dev/urandom": "not a regular file", "{fifo}": "not a regular file",
            "{dir}": "folder", "{tmp}/absent.json": "no such", "": "empty"}
 
@@ -284,8 +286,20 @@ def option_cases():
         yield Case(f"{cmd[0]} --gpu ''", cmd, {"k": kernel()}, (2,), ("no GST given",))
 
 
+def workload_cases():
+    w = str(ROOT / "examples" / "workloads" / "whisper-tiny-types.json")
+    for path, words in SPECIAL.items():
+        for cmd in (["run", path], ["run", w, "--dvfs", path], ["run", w, "--gpu", path],
+                    ["import", path, "-o", "{out}"]):
+            yield Case(f"{cmd[0]} {cmd[-1] if cmd[0] == 'run' else cmd[1]} {path or '(empty)'}", cmd, {}, (2,),
+                       (words if cmd[2:3] != ["--gpu"] or path else "no GST given",))
+    yield Case("run --gpu bad CRC", ["run", w, "--gpu", "{g}", "--no-baselines"],
+               {"g.gst": BAD_CRC}, (2,), ("checksum",))
+    yield Case("import not ONNX", ["import", "{g}", "-o", "{out}"], {"g.gst": tables.load("r9-nano")}, (2,), ("ONNX",))
+
+
 def corpus() -> list[Case]:
-    return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases()]
+    return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases(), *workload_cases()]
 
 
 # ---------------------------------------------------------------- running

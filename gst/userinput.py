@@ -1,13 +1,14 @@
 """Files and text a user gives: read them with a bound, show them back literally.
 
 Every command-line input file (kernel.json, GST presets and tables, timing profiles) is
-read through `read_bytes` / `read_text` / `read_toml`: only regular files (a FIFO would block for ever,
+read through `read_bytes` / `read_text` / `read_json` / `read_toml`: only regular files (a FIFO would block for ever,
 /dev/zero never ends), at most a stated size, UTF-8 checked. Text a user wrote goes
 through `printable` before it reaches a terminal, so control characters (an escape
 sequence in a kernel name or an unknown key) are shown as escapes instead of acting.
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tomllib
@@ -53,6 +54,29 @@ def read_text(path, limit: int, what: str = "file") -> str:
     except UnicodeDecodeError as e:
         raise UserFileError(f"{printable(str(path))}: not UTF-8 text: byte {e.start} "
                             f"(0x{data[e.start]:02x}); expected a {what}") from None
+
+
+def read_json(path, limit: int, what: str = "JSON file"):
+    """The decoded JSON file `path` (see read_bytes); a duplicate key, nesting deeper than the
+    decoder goes and an integer of thousands of digits are errors naming the file."""
+    text, where = read_text(path, limit, what), printable(str(path))
+
+    def no_duplicates(pairs):
+        doc = dict(pairs)
+        if len(doc) != len(pairs):
+            seen = set()
+            k = next(k for k, _ in pairs if k in seen or seen.add(k))
+            shown = printable(k) if len(k) <= 40 else printable(k[:37]) + "..."
+            raise ValueError(f'duplicate field "{shown}"')
+        return doc
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as e:
+        raise UserFileError(f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise UserFileError(f"{where}: nested too deeply to be a {what}") from None
+    except ValueError as e:  # a duplicate field, an integer of thousands of digits
+        raise UserFileError(f"{where}: not JSON: {printable(str(e))[:200]}") from None
 
 
 def read_toml(path, limit: int, what: str = "TOML file") -> dict:

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import sys
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table

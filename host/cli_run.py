@@ -49,8 +49,10 @@ def _ns(v) -> str:
 def cmd_run(args) -> int:
     out, fail, _ = _ui()
     tenants = [_tenant(s) for s in args.workloads]
-    trace = dvfs.load_trace(args.dvfs) if args.dvfs else None
-    gpu = args.gpu or tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"
+    trace = dvfs.load_trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
+    gpu = args.gpu if args.gpu is not None else tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"
+    from quco.host.cli import checked_gst
+    checked_gst(gpu, "--gpu" if args.gpu is not None else "")  # a table the unit refuses is bad input: exit 2
     if trace and len(tenants) > 1:
         raise fail("--dvfs runs one workload; give one WORKLOAD")
     options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)

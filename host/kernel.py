@@ -17,8 +17,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from quco.gst import abi
-from quco.gst.schema import Checker, key, report
-from quco.gst.userinput import UserFileError, printable, read_text
+from quco.gst.schema import Checker, report
+from quco.gst.userinput import UserFileError, printable, read_json
 
 SCHEMA_PATH = Path(files(__package__) / "kernel.schema.json")  # package data
 QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
@@ -170,30 +170,13 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
                   flops_per_work_group=int(grid.get("flops_per_work_group", 0)))
 
 
-def _no_duplicates(pairs):
-    doc = dict(pairs)
-    if len(doc) != len(pairs):
-        seen = set()
-        k = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f'duplicate field "{key(k)}"')
-    return doc
-
-
 def load_kernel(path) -> Kernel:
     """Read, decode and check a kernel.json file; raises KernelError."""
-    where = printable(str(path))
     try:
-        text = read_text(path, MAX_FILE_BYTES, "kernel.json")
+        doc = read_json(path, MAX_FILE_BYTES, "kernel.json")
     except UserFileError as e:
         raise KernelError([str(e)]) from None
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates)
-        return parse_kernel(doc, where)
-    except KernelError:
-        raise
-    except json.JSONDecodeError as e:
-        raise KernelError([f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}"]) from None
-    except RecursionError:
-        raise KernelError([f"{where}: nested too deeply to be a kernel.json"]) from None
-    except ValueError as e:  # a duplicate field, an integer of thousands of digits
-        raise KernelError([f"{where}: not JSON: {printable(str(e))}"]) from None
+        return parse_kernel(doc, printable(str(path)))
+    except RecursionError:  # a deep value the schema checks walk into
+        raise KernelError([f"{printable(str(path))}: nested too deeply to be a kernel.json"]) from None

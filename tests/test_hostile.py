@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import MM_KERNEL
+from quco import examples
 from quco.emulator import timing
 from quco.gst import tables
 from quco.host.device import Device
@@ -21,6 +22,7 @@ from quco.host.kernel import Kernel, KernelError
 from quco.gst.userinput import printable
 
 MM = str(MM_KERNEL)
+WORKLOAD = str(examples.WORKLOADS / "whisper-tiny-types.json")
 Q = {"type": "streaming", "length": 1024, "elem_size": 2}
 
 
@@ -84,6 +86,9 @@ CASES = [
     ("FIFO as --profile", {"fifo": None}, ["profile", MM, "--profile", "{d}/fifo"], 2, ["not a regular file"]),
     ("FIFO as kernel", {"fifo": None}, ["explain", "{d}/fifo"], 2, ["not a regular file"]),
     ("/dev/zero as .toml preset", {}, ["gst", "show", "/dev/zero"], 2, ["not a regular file"]),
+    ("/dev/zero as a workload", {}, ["run", "/dev/zero"], 2, ["/dev/zero: not a regular file"]),
+    ("FIFO as an ONNX model", {"fifo": None}, ["import", "{d}/fifo", "-o", "{d}/w.json"], 2, ["not a regular file"]),
+    ("FIFO as a DVFS trace", {"fifo": None}, ["run", WORKLOAD, "--dvfs", "{d}/fifo"], 2, ["not a regular file"]),
     # 6 --clock everywhere it is taken
     ("--clock 0", {}, ["launch", MM, "--cycles", "--clock", "0"], 2, ["--clock: 0 is out of range"]),
     ("--clock -1 profile", {}, ["profile", MM, "--clock", "-1"], 2, ["--clock"]),
@@ -121,6 +126,7 @@ CASES = [
     ("bad CRC: gst check", {"g.gst": BAD_CRC}, ["gst", "check", "{d}/g.gst"], 2, ["checksum"]),
     ("bad CRC: launch --gpu", {"g.gst": BAD_CRC}, ["launch", MM, "--gpu", "{d}/g.gst"], 2, ["--gpu", "g.gst", "checksum"]),
     ("bad CRC: explain --gpu", {"g.gst": BAD_CRC}, ["explain", MM, "--gpu", "{d}/g.gst"], 2, ["checksum"]),
+    ("bad CRC: run --gpu", {"g.gst": BAD_CRC}, ["run", WORKLOAD, "--gpu", "{d}/g.gst"], 2, ["--gpu", "checksum"]),
     ("valid GST the model accepts", {"g.gst": GST}, ["launch", MM, "--gpu", "{d}/g.gst"], 0, ["generation 1"]),
     # 12 messages
     ("GST size names the file", {"g.gst": GST[:100]}, ["launch", MM, "--gpu", "{d}/g.gst"], 2,

@@ -41,6 +41,8 @@ class Trace:
 
 
 def load_trace(path) -> Trace:
+    if str(path) == "":
+        raise WorkloadError([f"no DVFS trace given (an empty name); expected a file or one of {', '.join(sorted(t.stem for t in TRACES.glob('*.json')))}"])
     p = Path(path)
     if not p.exists() and (TRACES / f"{path}.json").exists():   # a bundled trace by name
         p = TRACES / f"{path}.json"

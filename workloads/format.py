@@ -16,14 +16,17 @@ import copy
 import dataclasses
 import functools
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from quco.host.kernel import Kernel, KernelError, _allowed, _loc, _val, _what, load_kernel, parse_kernel
+from quco.gst import userinput
+from quco.gst.schema import _what
+from quco.gst.schema import allowed as _allowed
+from quco.gst.schema import loc as _loc
+from quco.gst.schema import val as _val
+from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel
 from quco.workloads import derive
 
 SCHEMA_PATH = Path(__file__).with_name("workload.schema.json")
@@ -214,34 +217,12 @@ def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
     return Workload(doc["name"], layers, doc.get("description", ""), doc.get("gpu"), doc.get("sources", []), file)
 
 
-def _no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    for k in (k for k in keys if keys.count(k) > 1):
-        raise ValueError(f"duplicate field {json.dumps(k)}")
-    return dict(pairs)
-
-
 def read_json(path, what: str = "workload", limit: int = MAX_FILE_BYTES):
     """A JSON file decoded, or WorkloadError naming the file and what is wrong with it."""
-    where = str(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise WorkloadError([f"{where}: not a regular file"])
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise WorkloadError([f"{where}: larger than {limit:,} bytes; too large for a {what} file"])
-        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except OSError as e:
-        raise WorkloadError([f"{where}: cannot read: {e.strerror or e}"]) from None
-    except UnicodeDecodeError as e:
-        raise WorkloadError([f"{where}: not UTF-8 text: byte {e.start}"]) from None
-    except json.JSONDecodeError as e:
-        raise WorkloadError([f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}"]) from None
-    except RecursionError:
-        raise WorkloadError([f"{where}: nested too deeply to be a {what} file"]) from None
-    except ValueError as e:
-        raise WorkloadError([f"{where}: not JSON: {e}"]) from None
+        return userinput.read_json(path, limit, f"{what} file")
+    except userinput.UserFileError as e:
+        raise WorkloadError([str(e)]) from None
 
 
 def load(path) -> Workload:

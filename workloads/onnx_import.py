@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from quco.gst import userinput
 from quco.workloads.format import WorkloadError
 
 SUPPORTED = ("MatMul", "Gemm", "Conv")
+MAX_MODEL_BYTES = (2 << 30) - 1
 
 
 def _onnx():
@@ -93,10 +95,12 @@ def convert(path, name: str | None = None, elem_size: int | None = None) -> tupl
     onnx = _onnx()
     where = "model" if isinstance(path, onnx.ModelProto) else str(path)
     try:
-        model = path if isinstance(path, onnx.ModelProto) else onnx.load(str(path))
+        # a regular file of at most 2 GiB (protobuf's own limit): /dev/zero would never end
+        model = path if isinstance(path, onnx.ModelProto) else onnx.load_model_from_string(
+            userinput.read_bytes(path, MAX_MODEL_BYTES, "model file (.onnx)"))
         model = onnx.shape_inference.infer_shapes(model)
-    except FileNotFoundError:
-        raise WorkloadError([f"{where}: cannot read: no such file"]) from None
+    except userinput.UserFileError as e:
+        raise WorkloadError([str(e)]) from None
     except Exception as e:  # onnx raises DecodeError, ValidationError, InferenceError...
         raise WorkloadError([f"{where}: not a readable ONNX model: {str(e).splitlines()[0] if str(e) else type(e).__name__}"]) from None
     sizes = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.FLOAT: 4,
