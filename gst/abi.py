@@ -195,6 +195,23 @@ ATT_DESC = Struct("att_desc", (
     Field("queue_index", "u16", "queue this descriptor feeds"),
 ), 24, "ATT descriptor read by the ATT unit")
 
+
+
+def lds_align(n: int) -> int:
+    """n rounded up to LDS_ALIGN."""
+    return (n + LDS_ALIGN - 1) & ~(LDS_ALIGN - 1)
+
+
+def config_bytes(num_queues: int) -> int:
+    """Bytes of header and descriptors a configuration of `num_queues` queues writes."""
+    return LDS_HEADER.size + num_queues * (QUEUE_DESC.size + ATT_DESC.size)
+
+
+def meta_bytes(num_queues: int) -> int:
+    """Where the first queue block starts: the configuration rounded up to LDS_ALIGN."""
+    return lds_align(config_bytes(num_queues))
+
+
 # ---------------------------------------------------------------- statuses
 class Status(IntEnum):
     OK = 0
@@ -211,6 +228,9 @@ class Status(IntEnum):
     LDS_NO_FIT = 11      # even one slot of the smallest tile per queue does not fit
     BARRIER_LIMIT = 12   # one slot per queue already needs more barriers than the GPU has
     BAD_FLAGS = 13       # unknown flag bits set; detail = the flags
+
+
+BOOT_STATUSES = (Status.OK, Status.GST_MAGIC, Status.GST_VERSION, Status.GST_CHECKSUM, Status.GST_FIELD)
 
 
 STATUS_TEXT = {

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 firmware and reference model disagree; 2 bad input (kernel or
 GST file, usage); 3 the unit answered with an error status; 4 the emulator faulted;
-5 the firmware image is missing or unloadable.
+5 the firmware image is missing or unloadable; 6 the firmware misbehaved (its answer
+breaks the launch protocol: no acknowledgement, a status or count the ABI does not allow).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from quco.emulator.faults import ElfError, Fault
+from quco.emulator.faults import ElfError, Fault, FirmwareMisbehaved
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
 from quco.host import atomic, cli_perf, profile, reference
@@ -23,6 +24,7 @@ from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, 
 from quco.host.kernel import KernelError, load_kernel
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
+EXIT_FIRMWARE_MISBEHAVED = 6
 DEFAULT_GPU = "r9-nano"
 # markup=False: kernel, queue and GPU names are the user's text and are shown literally
 out = Console(width=None if sys.stdout.isatty() else 100, markup=False)
@@ -125,7 +127,7 @@ def cmd_profile(args) -> int:
     if args.cached:
         res = dev.launch(kernel, check=True)
     step = "cached relaunch" if args.cached else "cold launch"
-    steps = profile.attribute(dev.image, dev.soc.timer, res.cost.trace)
+    steps = profile.attribute(dev.image, dev.timer, res.cost.trace)
     rows = profile.by_function(steps)
     total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
@@ -362,6 +364,9 @@ def main(argv=None) -> int:
     except Fault as e:
         err.print(f"emulator fault: {e}", markup=False, highlight=False)
         return EXIT_FAULT
+    except FirmwareMisbehaved as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        return EXIT_FIRMWARE_MISBEHAVED
 
 
 if __name__ == "__main__":

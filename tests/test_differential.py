@@ -96,12 +96,12 @@ def test_a_cache_hit_after_other_launches_rewrites_the_lds(devices):
 def test_failed_launch_keeps_the_previous_configuration(devices):
     dev = devices("radeon-530")
     good = fuzz.compare(dev, load_kernel(EXAMPLES[-1]).record())
-    lds_before = dev.soc.lds()
+    lds_before = dev.lds_window()
     bad = bytearray(load_kernel(EXAMPLES[-1]).record())
     bad[abi.LAUNCH_HEADER.size + 5] = 3  # element size 3
     fw = fuzz.compare(dev, bytes(bad))
     assert fw.status == Status.ELEM_SIZE and fw.generation == good.generation
-    assert dev.soc.lds() == lds_before
+    assert dev.lds_window() == lds_before
 
 
 def test_stack_stays_inside_its_reserve(devices):
@@ -110,7 +110,7 @@ def test_stack_stays_inside_its_reserve(devices):
     g = tables.unpack(dev.gst)
     for _ in range(300):
         fuzz.compare(dev, fuzz.record(rng, g))
-    assert 0 < dev.soc.stack_high_water() <= abi.STACK_RESERVE - 128, "keep a 128-byte margin"
+    assert 0 < dev.stack_high_water() <= abi.STACK_RESERVE - 128, "keep a 128-byte margin"
 
 
 @pytest.mark.parametrize("gpu", ["r9-nano", "h100-sxm"])

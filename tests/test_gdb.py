@@ -36,7 +36,7 @@ def expected(elf_path):
     dev = Device(GST, elf_path, profile="cv32e40p")
     cold, cached = dev.launch(KERNEL), dev.launch(KERNEL)
     return {"boot": dev.boot_cost, "launch 1": cold.cost, "launch 2": cached.cost, "lds": cold.lds,
-            "lds after 2": dev.soc.lds(len(cold.lds))}
+            "lds after 2": dev.lds_window()[:len(cold.lds)]}
 
 
 @pytest.fixture(scope="module")
