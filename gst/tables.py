@@ -60,6 +60,15 @@ def pack(values: dict) -> bytes:
     return bytes(raw)
 
 
+def check(raw: bytes, where: str) -> bytes:
+    """The table, if the firmware would accept it at boot (the rules of gst/abi.py);
+    otherwise GstFileError naming `where`, the field, its value and what is allowed."""
+    bad = abi.gst_violation(raw)
+    if bad is not None:
+        raise GstFileError(f"{where}: {bad.message} (the unit would refuse it at boot: {bad.status.name})")
+    return raw
+
+
 def unpack(raw: bytes) -> dict:
     if len(raw) != abi.GST.size:
         raise GstFileError(f"GST is {len(raw)} bytes; expected {abi.GST.size}")
@@ -77,18 +86,20 @@ def _resolve(spec: str | Path) -> Path:
 
 def read(spec: str | Path) -> tuple[bytes, dict]:
     """A preset name, a .toml file or a binary .gst file -> (256 GST bytes, where each
-    figure comes from: {field: source} for a TOML preset, {} for a binary table)."""
+    figure comes from: {field: source} for a TOML preset, {} for a binary table). A table
+    the firmware would refuse at boot raises GstFileError: nothing reads one it cannot use."""
     path = _resolve(spec)
     if path.suffix == ".toml":
         doc = load_toml(path)
-        return (pack(fields_from_doc(doc, str(path))),
+        return (check(pack(fields_from_doc(doc, str(path))), str(path)),
                 {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise GstFileError(f"{path}: cannot read: {e.strerror}") from None
-    unpack(raw)  # checks the size
-    return raw, {}
+    if len(raw) != abi.GST.size:
+        raise GstFileError(f"{path}: {len(raw)} bytes; a GST is exactly {abi.GST.size}")
+    return check(raw, str(path)), {}
 
 
 def load(spec: str | Path) -> bytes:

@@ -118,10 +118,7 @@ def describe(status: Status, detail: int) -> str:
     if status == Status.GST_FIELD:
         f = next((f for f in abi.GST_CHECKED if abi.GST.offset(f.name) == detail), None)
         if f is not None:
-            rule = {"cache_line_bytes": "a power of two", "lds_bytes": "a multiple of 256",
-                    "min_tile_elems": "a power of two",
-                    "max_tile_elems": "a power of two, at least min_tile_elems"}.get(f.name)
-            extra = f"; must also be {rule}" if rule else ""
+            extra = f"; must also be {f.shape}" if f.shape else ""
             return f"{text}: {f.name} must be within {f.lo:g}..{f.hi:g}{extra} ({f.doc})"
     if status == Status.RECORD_FIELD:
         f = next((f for f in abi.LAUNCH_HEADER.fields
@@ -129,7 +126,7 @@ def describe(status: Status, detail: int) -> str:
         if f is not None:
             limits = {"active_cus": "0..the GST's num_cus", "lds_bytes": "0..the GST's lds_bytes, multiple of 128"}
             return f"{text}: {f.name} must be within {limits.get(f.name, f'{f.lo:g}..{f.hi:g}')} ({f.doc})"
-    if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE):
+    if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE, Status.QUEUE_RESERVED):
         return f"queue {detail}: {text}"
     if status == Status.QUEUE_COUNT:
         return f"{text}: {detail} queues; allowed 1..{abi.MAX_QUEUES} and at most the GST's max_queues"

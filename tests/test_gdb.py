@@ -94,7 +94,7 @@ def test_debug_session_from_reset_to_the_end(elf_path, gdb, expected):
               "set {int}0 = 5",                          # ROM: refused
               "delete", "break fits", "continue",        # to the end of boot (wfi)
               "continue",                                # launch 1 pushed: the planner's fits()
-              "p p->ci", "printf \"TK=%u\\n\", tk", "next",
+              "p p->ci", "printf \"TK=%u\\n\", tile_log2", "next",
               "delete", "watch *(unsigned int *)0x40000004", "continue",  # the LDS header's generation
               "continue", "x/8xw 0x40000000", "monitor counts", "continue")
     assert server.join() == "exit"
