@@ -32,35 +32,43 @@ gdb:
 	  $(SUDO) apt-get install -y --no-install-recommends gdb-multiarch; }
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+# PYTHONWARNINGS: setuptools' note that an editable install's finder may prefer a folder named
+# like the package in the working directory; there is no quco/ folder, so it says nothing here
+$(VENV)/.installed: pyproject.toml setup.py
 	@command -v $(PYTHON) >/dev/null && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends python3-venv; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-$(GENERATED): gst/abi.py gst/codegen.py | venv
+# One run writes all three; it rewrites only files whose content changed, so touch them all
+# to record that they are current (the files are committed; setup.py builds from them).
+$(GENERATED) &: gst/abi.py gst/codegen.py | venv
 	$(BIN)/python -m quco.gst.codegen
+	@touch $(GENERATED)
 
-firmware: toolchain venv $(GENERATED)
+firmware: $(ELF)
+# the Makefile is a prerequisite because CFLAGS live in it
+$(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(wildcard firmware/include/*.h) $(GENERATED) \
+                                               firmware/quco.ld Makefile | toolchain
 	@mkdir -p $(BUILD)
 	$(CROSS)gcc $(CFLAGS) $(FW_SRC) $(LDFLAGS) -lgcc -o $(ELF)
 	$(CROSS)objcopy -O binary $(ELF) $(BUILD)/quco.bin
 	$(CROSS)objdump -d -S $(ELF) > $(BUILD)/quco.dump
 	@$(CROSS)size $(ELF)
 
-demo: firmware
+demo: venv firmware
 	$(BIN)/quco-emu launch examples/kernels/matrix-matrix.json
 
-test: firmware gdb
+test: venv firmware gdb
 	$(BIN)/python -m pytest -q
 
-bench: firmware
+bench: venv firmware
 	$(BIN)/python bench/bench.py
 
-fuzz: firmware
+fuzz: venv firmware
 	$(BIN)/python bench/fuzz.py
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build

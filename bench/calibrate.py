@@ -1,11 +1,15 @@
-"""How robust the R9 Nano calibration is: for each open constant, how many of the eight
-R9 Nano picks (tile and streaming slots of the example kernels) match QuCo's own column and
-the paper's exhaustive best (Fine-Tuned) of Table III, as "QuCo/Fine-Tuned" counts.
+"""How robust the calibration is, varying one open constant (or the pair of cost weights) at
+a time around the shipped values of gst/abi.py, with the reference model (the firmware
+matches it bit for bit).
 
-    .venv/bin/python bench/calibrate.py
+    .venv/bin/python bench/calibrate.py           # against the paper: R9 Nano Table III
+    .venv/bin/python bench/calibrate.py --model   # against the performance model, every preset
 
-Uses the reference model (the firmware matches it bit for bit), varying one constant (or
-the pair of cost weights) at a time around the shipped values of gst/abi.py.
+Without --model: how many of the eight R9 Nano picks (tile and streaming slots) match QuCo's
+own column and the paper's exhaustive best (Fine-Tuned), as "QuCo/Fine-Tuned" counts.
+With --model: QuCo's slowdown against the model's exhaustive best (geometric mean over each
+preset's bundled Table III kernels), per preset and over all 40 pairs. A pick that does not
+fit or leaves no work-group resident counts as 2x. Nothing here feeds back into a constant.
 """
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ from rich.table import Table
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.host.kernel import load_kernel
+from quco.perfmodel import search
+from quco.perfmodel.evaluate import geomean
+from quco.perfmodel.params import machine
+from quco.perfmodel.sim import occupancy
+from quco.perfmodel.work import Config, Work, fits
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_III_R9_NANO = {  # QuCo Table III, R9 Nano column: tile elements / slots
@@ -52,8 +61,68 @@ def matches(gst: bytes, kernels: dict) -> str:
     return f"{n[0]}/{n[1]}"
 
 
+MODEL_SWEEP = (("CU_SLOT_REF", (4, 8, 16, 32, 64, 128)), ("TILE_BOUND_SLOTS", (1, 2, 4)),
+               ("FALLBACK_SLOTS", (2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8, 16)),
+               ("CI_LOW", (0.5, 1.0, 2.0)), ("CI_HIGH", (2.0, 4.0, 8.0)))
+UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
+
+
+def model_cases() -> list[tuple]:
+    """(gpu, gst, kernel, work, machine, best cycles) for every preset x its bundled kernels."""
+    from quco.host.cli_perf import bundled_kernels
+    cases = []
+    for gpu in tables.preset_names():
+        gst = tables.load(gpu)
+        g = tables.unpack(gst)
+        for k in bundled_kernels(gpu):
+            work, m = Work.of(k), machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes)
+            cases.append((gpu, gst, k, work, m, search.exhaustive(m, g, work)[0].outcome.cycles))
+    return cases
+
+
+def model_gaps(cases) -> dict:
+    """Per preset and "all": QuCo's geometric-mean slowdown against the model's best, in %."""
+    ratios: dict = {}
+    for gpu, gst, k, work, m, best in cases:
+        r = reference.configure(gst, k.record())
+        cfg = Config(r.tile, tuple(r.slots))
+        runs = r.status == 0 and fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
+        ratio = search.evaluate(m, work, cfg).cycles / best if runs else UNFIT_PENALTY
+        ratios.setdefault(gpu, []).append(ratio)
+        ratios.setdefault("all", []).append(ratio)
+    return {gpu: 100.0 * (geomean(v) - 1.0) for gpu, v in ratios.items()}
+
+
+def main_model(con: Console) -> int:
+    cases = model_cases()
+    gpus = list(dict.fromkeys(c[0] for c in cases)) + ["all"]
+    t = Table(title="QuCo's slowdown vs the model's exhaustive best (geomean %), one constant varied; "
+                    "shipped value marked *")
+    t.add_column("constant = value")
+    for gpu in gpus:
+        t.add_column(gpu, justify="right")
+    rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
+    rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
+             for a, b in ((0.02, 0), (0, 0.2), (0.5, 0))]
+    for label, name, value in rows:
+        if name is None:
+            gaps = model_gaps(cases)
+        elif isinstance(name, tuple):
+            with constant(name[0], value[0]), constant(name[1], value[1]):
+                gaps = model_gaps(cases)
+        else:
+            with constant(name, value):
+                gaps = model_gaps(cases)
+            label = f"{name} = {value}{' *' if value == abi.const(name) else ''}"
+        t.add_row(label, *(f"{gaps[g]:+.1f}" for g in gpus))
+    con.print(t)
+    return 0
+
+
 def main() -> int:
     con = Console(width=None if sys.stdout.isatty() else 130)
+    if "--model" in sys.argv[1:]:
+        return main_model(con)
     kernels = {n: load_kernel(ROOT / "examples" / "kernels" / f"{n}.json") for n in TABLE_III_R9_NANO}
     base = tables.unpack(tables.load("r9-nano"))
     gst = tables.pack(base)

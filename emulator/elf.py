@@ -51,7 +51,8 @@ def load(path: str | Path) -> Image:
     try:
         f = path.open("rb")
     except OSError as e:
-        raise ElfError(f"{path}: cannot open firmware: {e.strerror} (run make firmware)") from None
+        raise ElfError(f"{path}: cannot open firmware: {e.strerror} (run make firmware, or name an image "
+                       "with --firmware or $QUCO_FIRMWARE)") from None
     with f:
         try:
             elf = ELFFile(f)

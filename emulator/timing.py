@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
-PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+PROFILE_DIR = Path(files(__package__) / "profiles")  # package data
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",
            "fp_add", "fp_mul", "fp_fma", "fp_div", "fp_other", "csr", "csr_machine", "system")
 # classes a profile may leave out, and the class they then cost like (profiles written

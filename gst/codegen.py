@@ -1,7 +1,8 @@
 """Generate the firmware's view of the ABI from quco.gst.abi.
 
-`python -m quco.gst.codegen` writes firmware/include/quco_abi.h and firmware/regions.ld
-when their content changed; `--check` exits 1 if either file in the tree is stale.
+`python -m quco.gst.codegen`, run in a source tree (make firmware does), writes
+firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md when their content
+changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
 Generated text carries a content hash, never a timestamp, so rebuilds are byte-stable.
 """
 from __future__ import annotations
@@ -13,10 +14,9 @@ from pathlib import Path
 
 from quco.gst import abi
 
-ROOT = Path(__file__).resolve().parent.parent
-HEADER = ROOT / "firmware" / "include" / "quco_abi.h"
-REGIONS = ROOT / "firmware" / "regions.ld"
-TABLES_DOC = ROOT / "docs" / "abi-tables.md"
+HEADER = Path("firmware", "include", "quco_abi.h")  # paths in the source tree
+REGIONS = Path("firmware", "regions.ld")
+TABLES_DOC = Path("docs", "abi-tables.md")
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -203,15 +203,21 @@ def outputs() -> dict[Path, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
+    ap.add_argument("--root", type=Path, default=Path("."), help="the source tree (default: here)")
     args = ap.parse_args(argv)
-    stale = [p for p, text in outputs().items() if not p.exists() or p.read_text() != text]
+    if not (args.root / "firmware" / "include").is_dir():
+        print(f"codegen: {args.root.resolve()} is not a QuCo source tree (no firmware/include/); "
+              "run it at the repository's top or pass --root", file=sys.stderr)
+        return 2
+    texts = outputs()
+    stale = [p for p, text in texts.items() if not (args.root / p).exists() or (args.root / p).read_text() != text]
     if args.check:
         for p in stale:
-            print(f"stale: {p.relative_to(ROOT)} (run make firmware)", file=sys.stderr)
+            print(f"stale: {p} (run make firmware)", file=sys.stderr)
         return 1 if stale else 0
     for p in stale:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(outputs()[p])
+        (args.root / p).parent.mkdir(parents=True, exist_ok=True)
+        (args.root / p).write_text(texts[p])
     return 0
 
 

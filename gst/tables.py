@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import tomllib
 import zlib
+from importlib.resources import files
 from pathlib import Path
 
 from quco.gst import abi
 
-PRESET_DIR = Path(__file__).resolve().parent / "presets"
+PRESET_DIR = Path(files(__package__) / "presets")  # package data
 
 
 class GstFileError(Exception):

@@ -16,10 +16,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from quco import examples
 from quco.emulator.faults import ElfError, Fault, FirmwareMisbehaved
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import atomic, cli_perf, profile, reference
+from quco.host import atomic, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, describe, result_from
 from quco.host.kernel import KernelError, load_kernel
 
@@ -156,7 +157,7 @@ def cmd_check(args) -> int:
 
 def cmd_diff(args) -> int:
     gpus = tables.preset_names() if args.gpu in (None, "all") else [args.gpu]
-    kernels = [load_kernel(p) for p in (args.kernels or sorted(Path("examples/kernels").glob("*.json")))]
+    kernels = [load_kernel(p) for p in (args.kernels or sorted(examples.KERNELS.glob("*.json")))]
     t = Table(title="firmware vs reference model")
     for col in ("gpu", "kernel", "status", "tile", "slots", "instructions", "agree"):
         t.add_column(col)
@@ -172,6 +173,16 @@ def cmd_diff(args) -> int:
                       f"{fw.instructions:,}", "yes" if same else Text("NO", style="red"))
     out.print(t)
     return EXIT_MISMATCH if bad else 0
+
+
+def cmd_examples(args) -> int:
+    bundled = examples.kernel_files() | examples.workload_files()
+    unknown = [n for n in args.names if n not in bundled]
+    if unknown:
+        raise UserError(f"no bundled example {unknown[0]!r}; there are: {', '.join(bundled)}")
+    for name in args.names or bundled:
+        print(bundled[name])
+    return 0
 
 
 def cmd_explain(args) -> int:
@@ -290,7 +301,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("kernel")
     p.add_argument("--gpu", help=f"GST preset ({', '.join(tables.preset_names())}) or a .toml/.gst file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--firmware", help="firmware ELF (default firmware/build/quco.elf or $QUCO_FIRMWARE)")
+    p.add_argument("--firmware", help="firmware ELF (default $QUCO_FIRMWARE, else the installed quco.elf)")
     p.add_argument("--reference", action="store_true", help="use the Python reference model, no emulator")
     p.add_argument("--cycles", action="store_true",
                    help="model cycles, latency and energy (default profile cv32e40p)")
@@ -313,10 +324,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("kernel")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("diff", help="compare firmware and reference model on kernels x GPUs")
-    p.add_argument("kernels", nargs="*", help="kernel.json files (default examples/kernels/*.json)")
+    p.add_argument("kernels", nargs="*", help="kernel.json files (default the bundled examples/kernels/*.json)")
     p.add_argument("--gpu", help="one preset or file, or 'all' (default)")
     p.add_argument("--firmware")
     p.set_defaults(func=cmd_diff)
+    p = sub.add_parser("examples", help="print the paths of the bundled kernel and workload files (all, or those named)")
+    p.add_argument("names", nargs="*", help="e.g. matrix-matrix, mi100/matrix-matrix")
+    p.set_defaults(func=cmd_examples)
     p = sub.add_parser("explain", help="each step of the pick with its intermediate values (reference model)")
     p.add_argument("kernel")
     p.add_argument("--gpu")
@@ -339,6 +353,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="cv32e40p", help="timing profile for the cycle counts")
     p.set_defaults(func=cmd_gdb)
     cli_perf.add_parsers(sub)
+    cli_run.add_parsers(sub)
     return ap
 
 

@@ -11,15 +11,13 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from quco.examples import KERNELS as EXAMPLES
 from quco.gst import tables
 from quco.host.kernel import load_kernel
 from quco.perfmodel import evaluate as ev
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "kernels"
 
 
 def _ui():

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quco.emulator import elf, soc, timing
+from quco.firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or the wheel's copy
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host.kernel import DEFAULT_WAVEFRONTS
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FIRMWARE = ROOT / "firmware" / "build" / "quco.elf"
 
 
 QUCO_CLOCK_MHZ = 700       # QuCo Sec. VI: 700 MHz at 28 nm FDSOI

@@ -16,13 +16,14 @@ import math
 import os
 import stat
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
 from quco.gst import abi
 
-SCHEMA_PATH = Path(__file__).with_name("kernel.schema.json")
+SCHEMA_PATH = Path(files(__package__) / "kernel.schema.json")  # package data
 QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
 ABLATION_FLAGS = {"ci_scaling": abi.FLAG_NO_CI_SCALING, "littles_law": abi.FLAG_NO_LITTLE,
                   "cu_aware": abi.FLAG_NO_CU_AWARE, "cache": abi.FLAG_NO_CACHE}

@@ -1,11 +1,14 @@
 """The ABI is declared once (gst/abi.py); generated files must match it."""
 import struct
+from pathlib import Path
 
 from quco.gst import abi, codegen
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def test_generated_files_are_current():
-    assert codegen.main(["--check"]) == 0, "run `make firmware` to regenerate firmware/include/quco_abi.h"
+    assert codegen.main(["--check", "--root", str(ROOT)]) == 0, "run `make firmware` to regenerate firmware/include/quco_abi.h"
 
 
 def test_stale_check_notices_a_changed_constant(monkeypatch):

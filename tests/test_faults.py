@@ -303,7 +303,8 @@ def test_missing_file(tmp_path):
     with pytest.raises(ElfError) as info:
         elf.load(tmp_path / "absent.elf")
     assert str(info.value) == (f"{tmp_path / 'absent.elf'}: cannot open firmware: "
-                               "No such file or directory (run make firmware)")
+                               "No such file or directory (run make firmware, or name an image with "
+                               "--firmware or $QUCO_FIRMWARE)")
 
 
 # ---------------------------------------------------------------- recovery

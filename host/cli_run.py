@@ -1,0 +1,235 @@
+"""quco-emu run and import: whole workloads (quco.workloads) from the command line.
+
+    quco-emu run examples/workloads/whisper-tiny.json --gpu mi100 [--json] [--plot DIR] [--trace FILE]
+    quco-emu run examples/workloads/whisper-tiny-types.json --gpu mi100 --dvfs mi100-u-shaped
+    quco-emu run a.json@60:32768 b.json@60:32768 --gpu mi100     # two tenants, their CUs and LDS
+    quco-emu import model.onnx -o workload.json
+
+host/cli.py registers these commands and maps errors to exit codes.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from quco.host.atomic import write_text
+from quco.host.device import QUCO_CLOCK_MHZ
+from quco.workloads import baselines, dvfs, format, runner
+
+PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --layers
+
+
+def _ui():
+    from quco.host import cli
+    return cli.out, cli.UserError, cli.clock_mhz
+
+
+def _tenant(spec: str) -> runner.Tenant:
+    """WORKLOAD or WORKLOAD@CUS[:LDS]."""
+    _, fail, _ = _ui()
+    path, at, share = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    cus = lds = 0
+    if at:
+        parts = share.split(":")
+        if len(parts) > 2 or not all(p.isdigit() for p in parts):
+            raise fail(f"tenant {spec!r}: expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES with whole numbers")
+        cus, lds = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
+        if lds % 128:
+            raise fail(f"tenant {spec!r}: LDS_BYTES {lds} is not a multiple of 128")
+    return runner.Tenant(format.load(path), cus, lds)
+
+
+def _ns(v) -> str:
+    return "n/a" if v is None else f"{v / 1000:,.2f}"
+
+
+def cmd_run(args) -> int:
+    out, fail, _ = _ui()
+    tenants = [_tenant(s) for s in args.workloads]
+    trace = dvfs.load_trace(args.dvfs) if args.dvfs else None
+    gpu = args.gpu or tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"
+    if trace and len(tenants) > 1:
+        raise fail("--dvfs runs one workload; give one WORKLOAD")
+    options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)
+    try:
+        session = runner.Session(gpu, **options)
+        if trace:
+            tenants[0].clocks = trace.clocks(len(tenants[0].workload.layers))
+        steps = runner.run(session, tenants)
+        summary = baselines.compare(steps, session) if not args.no_baselines else {}
+        compared = dvfs.compare(gpu, tenants[0].workload, trace, **options) if trace else None
+    except runner.UnitError as e:
+        raise fail(str(e), 3) from None
+    totals = {tid: runner.totals([s for s in steps if s.tenant == tid]) for tid in range(len(tenants))}
+    types = baselines.by_type(steps)
+    written = []
+    if args.trace:
+        from quco.workloads.trace import chrome_trace
+        write_text(args.trace, json.dumps(chrome_trace(steps, tenants, gpu)))
+    if args.plot:
+        from quco.workloads import plots
+        if summary:
+            for tid, t in enumerate(tenants):
+                written += plots.fig9([r for r in types if r["tenant"] == tid], t.workload.name, args.plot)
+        if compared:
+            written += plots.dvfs(compared, args.plot)
+    if args.json:
+        doc = {"gpu": gpu, "tenants": [{"workload": t.workload.name, "file": t.workload.path,
+                                        "active_cus": t.active_cus, "lds_bytes": t.lds_bytes,
+                                        "totals": totals[i], "baselines": summary.get(i)}
+                                       for i, t in enumerate(tenants)],
+               "layers": [s.as_dict() for s in steps], "types": types,
+               "derivations": {f"{s.tenant}:{s.layer.type}": s.layer.derivation for s in steps}}
+        if compared:
+            doc["dvfs"] = {"rows": compared["rows"], "summary": compared["summary"]}
+        print(json.dumps(doc, indent=2))
+        return 0
+    for tid, t in enumerate(tenants):
+        mine = [s for s in steps if s.tenant == tid]
+        if args.explain:
+            _explain(out, mine)
+        if args.layers or len(mine) <= PER_LAYER_MAX:
+            out.print(_layer_table(t, gpu, mine, bool(summary)))
+        else:
+            out.print(_type_table(t, gpu, [r for r in types if r["tenant"] == tid], bool(summary)))
+        _totals(out, t, totals[tid], summary.get(tid), len(tenants) > 1)
+    if compared:
+        out.print(_dvfs_table(compared))
+    if args.trace:
+        out.print(Text(f"wrote {args.trace} (open in https://ui.perfetto.dev)"))
+    if written:
+        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+    return 0
+
+
+def _explain(out, steps) -> None:
+    seen = set()
+    for s in steps:
+        if s.layer.type not in seen:
+            seen.add(s.layer.type)
+            out.print(Text(f"{s.layer.type}:", style="bold"))
+            for line in s.layer.derivation:
+                out.print(Text(f"  {line}"))
+
+
+def _layer_table(t, gpu, steps, with_baselines: bool) -> Table:
+    tab = Table(title=Text(f"{t.label} on {gpu}: {len(steps)} layers"),
+                caption="times in us on the model; reconf: the unit's cost; exposed: GPU idle waiting for it")
+    cols = ["#", "layer", "MHz", "QuCo config", "cache", "instr", "reconf us", "run us", "exposed us"]
+    cols += ["Fine-Tuned", "QuCo/Fine"] if with_baselines else []
+    for c in cols:
+        tab.add_column(c, justify="left" if c in ("layer", "QuCo config", "Fine-Tuned") else "right")
+    for s in steps:
+        row = [str(s.layer.index), Text(s.layer.name), f"{s.clock_mhz:g}", s.label, "hit" if s.cache_hit else "miss",
+               f"{s.instructions:,}", _ns(s.reconf_ns), _ns(s.run_ns),
+               "hidden" if s.hidden else _ns(s.exposed_ns)]
+        if with_baselines:
+            q = s.extra["quco_vs_fine"]
+            row += [str(s.extra["fine_config"]), f"{q:.3f}" if q else "n/a"]
+        tab.add_row(*row)
+    return tab
+
+
+def _type_table(t, gpu, types, with_baselines: bool) -> Table:
+    tab = Table(title=Text(f"{t.label} on {gpu}: per layer type (--layers for every layer)"),
+                caption="times: sum over the type's layers, us on the model; speedup > 1: QuCo faster")
+    cols = ["type", "layers", "QuCo config", "QuCo us"]
+    cols += ["Semi-Tuned", "Fine-Tuned", "vs Semi", "vs Fine"] if with_baselines else []
+    for c in cols:
+        tab.add_column(c, justify="left" if c in ("type", "QuCo config", "Semi-Tuned", "Fine-Tuned") else "right")
+    for r in types:
+        row = [Text(r["type"]), str(r["count"]), r["quco_config"], _ns(r["quco_ns"])]
+        if with_baselines:
+            row += [str(r["semi_config"]), str(r["fine_config"]),
+                    f"{r['quco_vs_semi']:.3f}" if r["quco_vs_semi"] else "n/a",
+                    f"{r['quco_vs_fine']:.3f}" if r["quco_vs_fine"] else "n/a"]
+        tab.add_row(*row)
+    return tab
+
+
+def _totals(out, t, tot, summ, shared: bool) -> None:
+    line = (f"{t.workload.name}: {tot['layers']} layers, {tot['makespan_ns'] / 1000:,.1f} us "
+            f"(layers {tot['run_ns'] / 1000:,.1f} us + exposed reconfiguration {tot['exposed_ns'] / 1000:,.2f} us = "
+            f"{100 * tot['exposed_fraction']:.2f}%); reconfiguration {tot['reconf_instructions']:,} instructions, "
+            f"{tot['reconf_cycles']:,} cycles, {tot['reconf_ns'] / 1000:,.1f} us, hidden behind the previous layer "
+            f"for {tot['hidden_layers']} of {tot['layers'] - 1}; cache hits {tot['cache_hits']} "
+            f"({100 * tot['cache_hit_rate']:.1f}%)")
+    if shared:
+        line += (f"; the unit's queueing delay {tot['queueing_ns'] / 1000:,.2f} us in total, "
+                 f"{tot['max_queueing_ns'] / 1000:,.2f} us at most")
+    out.print(Text(line))
+    if summ:
+        out.print(Text(
+            f"whole model: QuCo {summ['quco_ns'] / 1000:,.1f} us (exposed reconfiguration included), ATT/Fine-Tuned "
+            f"{_ns(summ['fine_ns'])} us, ATT/Semi-Tuned {_ns(summ['semi_ns'])} us; QuCo's speedup over Fine-Tuned "
+            f"{_x(summ['speedup_vs_fine'])}, over Semi-Tuned {_x(summ['speedup_vs_semi'])}; per layer (geomean) "
+            f"{_x(summ['geomean_layer_vs_fine'])} and {_x(summ['geomean_layer_vs_semi'])}; QuCo's worst layer "
+            f"against Fine-Tuned: {summ['worst_layer_vs_fine']}"))
+
+
+def _x(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}x"
+
+
+def _dvfs_table(c: dict) -> Table:
+    s = c["summary"]
+    tab = Table(title=Text(f"DVFS trace {s['trace']}: QuCo-HW (reads the clock) vs QuCo-SW (assumes the GST clock)"),
+                caption=(f"whole run: HW {s['hw_ns'] / 1000:,.1f} us, SW {s['sw_ns'] / 1000:,.1f} us, HW speedup "
+                         f"{s['hw_speedup_total']:.3f}x; per layer {s['min_hw_speedup']:.3f}x ({s['min_at']}) to "
+                         f"{s['max_hw_speedup']:.3f}x ({s['max_at']}); configurations differ on "
+                         f"{s['layers_config_differs']} layers"))
+    for col in ("#", "layer", "MHz", "HW config", "SW config", "HW us", "SW us", "HW speedup"):
+        tab.add_column(col, justify="left" if col in ("layer", "HW config", "SW config") else "right")
+    for r in c["rows"]:
+        tab.add_row(str(r["index"]), Text(r["name"]), f"{r['clock_mhz']:g}", r["hw_config"], r["sw_config"],
+                    _ns(r["hw_ns"]), _ns(r["sw_ns"]), f"{r['hw_speedup']:.3f}")
+    return tab
+
+
+def cmd_import(args) -> int:
+    out, fail, _ = _ui()
+    from quco.workloads import onnx_import
+    doc, skipped = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size)
+    text = json.dumps(doc, indent=1) + "\n"
+    format.parse(json.loads(text), args.output)     # what we write must load
+    try:
+        write_text(args.output, text)
+    except OSError as e:
+        raise fail(e.strerror if args.output in (e.strerror or "") else f"{args.output}: cannot write: {e.strerror}") from None
+    out.print(Text(f"wrote {args.output}: {len(doc['layers'])} layers from {args.model}"))
+    if skipped:
+        kinds = {}
+        for s in skipped:
+            kinds.setdefault(s["op_type"], []).append(s["name"])
+        out.print(Text(f"not imported ({len(skipped)} nodes, listed under \"unsupported\" in the file): " +
+                       "; ".join(f"{k} x{len(v)}" for k, v in kinds.items())))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    _, _, clock_mhz = _ui()
+    p = sub.add_parser("run", help="run a workload (a model layer by layer) through the unit and the model")
+    p.add_argument("workloads", nargs="+", metavar="WORKLOAD[@CUS[:LDS]]",
+                   help="workload JSON; two or more share the GPU, each on its CUs and LDS bytes per CU")
+    p.add_argument("--gpu", help="GST preset or file (default: the workload's, else r9-nano)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="DIR", help="write figures (per layer type; DVFS) as PNG and SVG here")
+    p.add_argument("--trace", metavar="FILE", help="layers and reconfigurations on one timeline (Chrome/Perfetto)")
+    p.add_argument("--dvfs", metavar="TRACE", help="a frequency trace file, or a bundled one: mi100-decreasing, "
+                   "mi100-u-shaped, mi100-decrease-hold; compares QuCo-HW with QuCo-SW")
+    p.add_argument("--layers", action="store_true", help="one row per layer even for long workloads")
+    p.add_argument("--explain", action="store_true", help="how each layer type's queues and CI were derived")
+    p.add_argument("--no-baselines", action="store_true", help="skip ATT/Semi-Tuned and ATT/Fine-Tuned")
+    p.add_argument("--firmware")
+    p.add_argument("--profile", default="cv32e40p", help="timing profile for reconfiguration cycles (default cv32e40p)")
+    p.add_argument("--clock", type=clock_mhz, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("import", help="an ONNX model's MatMul, Gemm and Conv nodes as a workload file")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", required=True, help="workload JSON to write")
+    p.add_argument("--name", help="workload name (default: the graph's)")
+    p.add_argument("--elem-size", type=int, choices=(1, 2, 4, 8), help="bytes per element (default: the tensors')")
+    p.set_defaults(func=cmd_import)

@@ -1,1 +1,0 @@
-"""QuCo: queue-configurator firmware, emulator, GST tools, host shim and reference model."""

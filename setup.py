@@ -1,0 +1,46 @@
+"""What pyproject.toml cannot declare: the package map and the firmware image in the wheel.
+
+`quco` is an implicit namespace package: `quco.X` is the top-level folder `X/`, so
+`quco.emulator.soc` is emulator/soc.py. A new package is one more name in PACKAGES.
+"""
+import os
+import shutil
+import subprocess
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+PACKAGES = ("emulator", "examples", "firmware", "gst", "host", "perfmodel", "workloads")
+ELF = "firmware/build/quco.elf"
+# made elsewhere: the committed generated files (make test checks them against gst/abi.py),
+# and the Makefile's installers, which have no place in a pip build
+NOT_REMADE = ("firmware/include/quco_abi.h", "firmware/regions.ld", "docs/abi-tables.md", "toolchain", "venv")
+
+
+class BuildPyWithFirmware(build_py):
+    """Brings firmware/build/quco.elf up to date with the Makefile's own rule before it is
+    copied into the wheel as package data of quco.firmware. Without make or the RISC-V
+    compiler an existing image is shipped as it is; with no image at all the wheel has no
+    firmware and quco-emu asks for --firmware or $QUCO_FIRMWARE."""
+
+    def run(self):
+        if not self.editable_mode:  # an editable install reads firmware/build/ in place
+            self.make_firmware()
+            # setuptools packs all of build/lib: drop what an earlier build left there
+            shutil.rmtree(os.path.join(self.build_lib, "quco"), ignore_errors=True)
+        super().run()
+
+    def make_firmware(self):
+        if not (os.path.exists("Makefile") and shutil.which("make") and shutil.which("riscv64-unknown-elf-gcc")):
+            self.announce("make or riscv64-unknown-elf-gcc missing: the wheel ships "
+                          f"{ELF} only if it was built before", level=3)
+            return
+        old = [arg for name in NOT_REMADE for arg in ("-o", name)]
+        subprocess.run(["make", "--no-print-directory", "-s", *old, ELF], check=True)
+
+
+setup(
+    packages=[f"quco.{name}" for name in PACKAGES],
+    package_dir={f"quco.{name}": name for name in PACKAGES},
+    cmdclass={"build_py": BuildPyWithFirmware},
+)

@@ -1,0 +1,75 @@
+"""DVFS: the clock changes layer by layer; QuCo-HW reads the current clock, QuCo-SW assumes
+the GST's (the paper's MI100 study, default 1,500 MHz).
+
+A trace file is JSON: {"name", "gpu", "description", "clocks_mhz": [layer 0, layer 1, ...]};
+layer i runs at clocks_mhz[i], and layers past the end hold the last value. Both variants
+run the same layers at the same clocks on the model; they differ only in the launch record's
+`core_clock_mhz` (the clock for HW, 0 for SW), so only the configuration differs.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+from quco.examples import WORKLOADS
+from quco.perfmodel.evaluate import geomean
+from quco.workloads import runner
+from quco.workloads.format import WorkloadError, Workload, read_json
+
+TRACE_SCHEMA = {
+    "type": "object", "additionalProperties": False, "required": ["name", "clocks_mhz"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1}, "description": {"type": "string"},
+        "gpu": {"type": "string", "minLength": 1},
+        "clocks_mhz": {"type": "array", "minItems": 1, "maxItems": 100000,
+                       "items": {"type": "integer", "minimum": 1, "maximum": 10000}}}}
+TRACES = WORKLOADS / "dvfs"
+
+
+@dataclasses.dataclass
+class Trace:
+    name: str
+    clocks_mhz: list[int]
+    gpu: str | None = None
+    description: str = ""
+
+    def clocks(self, n: int) -> list[int]:
+        """The clock of each of `n` layers (the last value holds past the end)."""
+        return [self.clocks_mhz[min(i, len(self.clocks_mhz) - 1)] for i in range(n)]
+
+
+def load_trace(path) -> Trace:
+    p = Path(path)
+    if not p.exists() and (TRACES / f"{path}.json").exists():   # a bundled trace by name
+        p = TRACES / f"{path}.json"
+    doc = read_json(p, "DVFS trace", 1 << 20)
+    errors = sorted(Draft202012Validator(TRACE_SCHEMA).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise WorkloadError([f"{p}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}; "
+                             "expected clocks_mhz: a list of integers 1 to 10000 (MHz), one per layer" for e in errors])
+    return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""))
+
+
+def compare(gpu: str, workload: Workload, trace: Trace, **session_options) -> dict:
+    """QuCo-HW and QuCo-SW on the same trace; rows per layer and a summary."""
+    clocks = trace.clocks(len(workload.layers))
+    runs = {}
+    for variant, tell in (("hw", True), ("sw", False)):
+        s = runner.Session(gpu, **session_options)
+        runs[variant] = runner.run(s, [runner.Tenant(workload, clocks=clocks, tell_clock=tell)])
+    rows = []
+    for hw, sw in zip(runs["hw"], runs["sw"]):
+        rows.append({"index": hw.layer.index, "name": hw.layer.name, "type": hw.layer.type, "clock_mhz": hw.clock_mhz,
+                     "hw_config": hw.label, "sw_config": sw.label, "hw_ns": hw.run_ns, "sw_ns": sw.run_ns,
+                     "hw_speedup": sw.run_ns / hw.run_ns, "same_config": hw.config == sw.config})
+    hw_total, sw_total = (max(s.end for s in runs[v]) for v in ("hw", "sw"))
+    best = max(rows, key=lambda r: r["hw_speedup"])
+    worst = min(rows, key=lambda r: r["hw_speedup"])
+    summary = {"trace": trace.name, "hw_ns": hw_total, "sw_ns": sw_total, "hw_speedup_total": sw_total / hw_total,
+               "hw_speedup_geomean": geomean(r["hw_speedup"] for r in rows),
+               "max_hw_speedup": best["hw_speedup"], "max_at": best["name"],
+               "min_hw_speedup": worst["hw_speedup"], "min_at": worst["name"],
+               "layers_config_differs": sum(not r["same_config"] for r in rows)}
+    return {"rows": rows, "summary": summary, "steps": runs}

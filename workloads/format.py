@@ -1,0 +1,250 @@
+"""Workload files: read, check against workload.schema.json, expand into launches.
+
+    w = load("examples/workloads/whisper-tiny.json")
+    w.layers[0].kernel, w.layers[0].derivation, w.layers[0].clock_mhz
+
+Every problem is reported at once and names the file, the layer (its index in the file
+and its name) and the field, with the value and what is allowed:
+
+    whisper.json: layers[3] (enc0.fc1): gemm.k: 0 is out of range; expected integer 1 to 1073741824
+
+`WorkloadError` is a `KernelError`, so `quco-emu` exits with code 2 (bad input) on it.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+
+from quco.host.kernel import Kernel, KernelError, _allowed, _loc, _val, _what, load_kernel, parse_kernel
+from quco.workloads import derive
+
+SCHEMA_PATH = Path(__file__).with_name("workload.schema.json")
+MAX_FILE_BYTES = 16 << 20
+MAX_LAYERS = 100_000          # after expanding repeats and groups
+KINDS = ("gemm", "conv", "kernel", "kernel_file")
+
+
+class WorkloadError(KernelError):
+    """A workload that cannot be run; `problems` lists every reason."""
+
+
+@dataclass
+class Layer:
+    index: int                # position in the expanded sequence
+    name: str
+    type: str                 # unique layer type (layer_types key, else the name)
+    kernel: Kernel
+    derivation: list[str] = field(default_factory=list)
+    clock_mhz: int = 0        # DVFS: 0 = the GST clock
+    active_cus: int = 0       # partition: 0 = all
+    lds_bytes: int = 0
+    where: str = ""           # the file's path to the item, e.g. layers[3].layers[1]
+
+
+@dataclass
+class Workload:
+    name: str
+    layers: list[Layer]
+    description: str = ""
+    gpu: str | None = None
+    sources: list[str] = field(default_factory=list)
+    path: str = ""
+
+    def types(self) -> list[str]:
+        """Unique layer types in order of first appearance."""
+        return list(dict.fromkeys(layer.type for layer in self.layers))
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    s = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(s)
+    return Draft202012Validator(s)
+
+
+def _resolve(sub: dict) -> dict:
+    ref = sub.get("$ref", "")
+    return _validator().schema["$defs"][ref.rsplit("/", 1)[1]] if ref.startswith("#/$defs/") else sub
+
+
+def _where(doc, path: list) -> tuple[str, list]:
+    """Split a JSON path into the deepest layer item, named, and the field inside it."""
+    cut, node, label = 0, doc, ""
+    for i, p in enumerate(path):
+        try:
+            node = node[p]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(p, int) and i and path[i - 1] == "layers":
+            cut = i + 1
+            label = f" ({node['name']})" if isinstance(node, dict) and isinstance(node.get("name"), str) else ""
+    return (_loc(path[:cut]) + label if cut else ""), path[cut:]
+
+
+def _message(doc, err) -> list[str]:
+    path, v, kind, sub = list(err.absolute_path), err.instance, err.validator, err.schema
+    item, rest = _where(doc, path)
+
+    def say(extra_path, text):
+        loc = _loc(rest + extra_path) or "(top level)"
+        return f"{item}: {loc}: {text}" if item else f"{loc}: {text}"
+    if kind == "required":
+        return [say([k], f"missing (required {_allowed(_resolve(sub['properties'][k]))})")
+                for k in sub["required"] if k not in v]
+    if kind == "additionalProperties":
+        known = ", ".join(sub.get("properties", {}))
+        return [say([k], f"unknown field (allowed: {known})") for k in v if k not in sub.get("properties", {})]
+    if kind == "type":
+        return [say([], f"{_val(v)} is {_what(v, sub.get('type'))}; expected {_allowed(sub)}")]
+    if kind == "enum":
+        return [say([], f"{_val(v)} is not {_allowed(sub)}")]
+    if kind in ("minimum", "maximum"):
+        return [say([], f"{_val(v)} is out of range; expected {_allowed(sub)}")]
+    if kind == "multipleOf":
+        return [say([], f"{_val(v)} is not a multiple of {sub['multipleOf']}; expected {_allowed(sub)}")]
+    if kind in ("minItems", "maxItems"):
+        return [say([], f"{len(v)} entries; expected {_allowed(sub)}")]
+    if kind == "minLength":
+        return [say([], f"{_val(v)} is empty; expected {_allowed(sub)}")]
+    return [say([], err.message)]
+
+
+# ---------------------------------------------------------------- expansion
+def _kernel_of(body: dict, defaults: dict, name: str, base: Path, where: str) -> tuple[Kernel, list[str]]:
+    kinds = [k for k in KINDS if k in body]
+    if len(kinds) != 1:
+        raise ValueError(f"{'; '.join(kinds) + ': ' if kinds else ''}give exactly one of {', '.join(KINDS)} "
+                         "(or a type from layer_types)")
+    opt = {**defaults, **{k: body[k] for k in ("elem_size", "consumer_wavefronts", "rows_per_work_group") if k in body}}
+    shape = dict(elem_size=opt.get("elem_size", derive.DEFAULT_ELEM_SIZE),
+                 wavefronts=opt.get("consumer_wavefronts", derive.DEFAULT_WAVEFRONTS),
+                 rows=opt.get("rows_per_work_group", derive.ROWS_PER_WORK_GROUP))
+    if "gemm" in body:
+        g = body["gemm"]
+        return derive.gemm(name, g["m"], g["k"], g["n"], g.get("batch", 1), **shape)
+    if "conv" in body:
+        g, lines = derive.conv_gemm(body["conv"])
+        kernel, more = derive.gemm(name, **g, **shape)
+        return kernel, lines + more
+    if "kernel" in body:
+        return parse_kernel(body["kernel"], f"{where}: kernel"), ["kernel given as kernel.json (inline)"]
+    path = base / body["kernel_file"]
+    return load_kernel(path), [f"kernel given as kernel.json ({body['kernel_file']})"]
+
+
+def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
+    types, defaults = doc.get("layer_types", {}), doc.get("defaults", {})
+    built: dict = {}  # (type, body's JSON) -> (kernel, derivation): a type is derived once
+    layers: list[Layer] = []
+    problems: list[str] = []
+
+    def walk(items, prefix: str, tprefix: str, path: str):
+        for i, it in enumerate(items):
+            where = f"{path}[{i}]"
+            label = f"{where} ({it['name']})" if "name" in it else where
+            own = it.get("name", it.get("type", f"layer{len(layers)}"))
+            name, tname = prefix + own, tprefix + own
+            reps = it.get("repeat", 1)
+            if "layers" in it:
+                extra = [k for k in it if k not in ("name", "repeat", "layers")]
+                if extra:
+                    problems.append(f"{file}: {label}: {', '.join(extra)}: a group (with layers) takes only "
+                                    "name, repeat and layers")
+                    continue
+                for r in range(reps):
+                    walk(it["layers"], f"{name}[{r}]." if reps > 1 else f"{name}.", f"{tname}.", f"{where}.layers")
+                    if problems or len(layers) > MAX_LAYERS:
+                        return
+                continue
+            body = dict(it)
+            if "type" in it:
+                if it["type"] not in types:
+                    known = ", ".join(types) or "none defined"
+                    problems.append(f"{file}: {label}: type: {_val(it['type'])} is not in layer_types ({known})")
+                    continue
+                if any(k in it for k in KINDS):
+                    problems.append(f"{file}: {label}: type and {next(k for k in KINDS if k in it)}: give one, not both")
+                    continue
+                body = {**types[it["type"]], **{k: v for k, v in it.items() if k in ("elem_size", "consumer_wavefronts",
+                                                                                   "rows_per_work_group")}}
+            key = (it.get("type"), json.dumps(body, sort_keys=True))
+            try:
+                if key not in built:
+                    built[key] = _kernel_of(body, defaults, it.get("type", tname), base, f"{file}: {label}")
+            except KernelError as e:
+                problems.extend(e.problems if "kernel" in body else [f"{file}: {label}: kernel_file: {p}" for p in e.problems])
+                continue
+            except ValueError as e:
+                problems.append(f"{file}: {label}: {e}")
+                continue
+            kernel, lines = built[key]
+            part = it.get("partition", {})
+            for r in range(reps):
+                k = dataclasses.replace(kernel, name=f"{name}[{r}]" if reps > 1 else name)
+                layers.append(Layer(len(layers), k.name, it.get("type", tname), k, lines,
+                                    it.get("clock_mhz", k.core_clock_mhz), part.get("active_cus", k.active_cus),
+                                    part.get("lds_bytes", k.lds_bytes), where))
+            if len(layers) > MAX_LAYERS:
+                problems.append(f"{file}: {label}: more than {MAX_LAYERS:,} layers after expanding repeat")
+                return
+
+    walk(doc["layers"], "", "", "layers")
+    if problems:
+        raise WorkloadError(problems)
+    return layers
+
+
+# ---------------------------------------------------------------- entry points
+def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
+    """Check a decoded workload document and expand it; raises WorkloadError."""
+    if not isinstance(doc, dict):
+        raise WorkloadError([f"{file}: the top level is {_what(doc, 'object')}; expected an object"])
+    problems = [f"{file}: {m}" for e in _validator().iter_errors(doc) for m in _message(doc, e)]
+    if problems:
+        raise WorkloadError(sorted(set(problems), key=problems.index))
+    layers = _expand(copy.deepcopy(doc), base or Path("."), file)
+    return Workload(doc["name"], layers, doc.get("description", ""), doc.get("gpu"), doc.get("sources", []), file)
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    for k in (k for k in keys if keys.count(k) > 1):
+        raise ValueError(f"duplicate field {json.dumps(k)}")
+    return dict(pairs)
+
+
+def read_json(path, what: str = "workload", limit: int = MAX_FILE_BYTES):
+    """A JSON file decoded, or WorkloadError naming the file and what is wrong with it."""
+    where = str(path)
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise WorkloadError([f"{where}: not a regular file"])
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise WorkloadError([f"{where}: larger than {limit:,} bytes; too large for a {what} file"])
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except OSError as e:
+        raise WorkloadError([f"{where}: cannot read: {e.strerror or e}"]) from None
+    except UnicodeDecodeError as e:
+        raise WorkloadError([f"{where}: not UTF-8 text: byte {e.start}"]) from None
+    except json.JSONDecodeError as e:
+        raise WorkloadError([f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}"]) from None
+    except RecursionError:
+        raise WorkloadError([f"{where}: nested too deeply to be a {what} file"]) from None
+    except ValueError as e:
+        raise WorkloadError([f"{where}: not JSON: {e}"]) from None
+
+
+def load(path) -> Workload:
+    """Read, decode, check and expand a workload file; raises WorkloadError."""
+    doc = read_json(path)
+    return parse(doc, str(path), Path(path).parent)

@@ -1,0 +1,43 @@
+"""Figures of a workload run, in the style of quco.perfmodel.plots (PNG + SVG, atomic,
+deterministic bytes).
+
+    fig9(rows, "out/")    # per unique layer type: Semi-Tuned, Fine-Tuned, QuCo / Fine-Tuned
+    dvfs(result, "out/")  # clock per layer and QuCo-HW's speedup over QuCo-SW
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib import rc_context
+
+from quco.perfmodel.plots import STYLE, _bars, _figure, _save
+from quco.workloads.baselines import CASES
+
+
+def fig9(types: list[dict], workload: str, out_dir) -> list[Path]:
+    """Fig. 8/9 analogue: `types` from baselines.by_type; bar = Fine-Tuned time / the case's
+    (1.0 = ATT/Fine-Tuned, higher is better), one group per layer type plus the geomean."""
+    rows = []
+    for t in types:
+        for case, key in zip(CASES, ("semi_ns", "fine_ns", "quco_ns")):
+            rows.append({"gpu": workload, "kernel": t["type"], "case": case, "cycles": t[key],
+                         "fine_cycles": t["fine_ns"]})
+    slug = "".join(c if c.isalnum() else "-" for c in workload.lower()).strip("-")
+    return _bars(rows, CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, f"fig9-{slug}")
+
+
+def dvfs(result: dict, out_dir) -> list[Path]:
+    rows = result["rows"]
+    x = range(len(rows))
+    with rc_context(STYLE):
+        fig = _figure(max(6.0, 0.35 * len(rows) + 2), 3.6)
+        ax = fig.subplots()
+        ax.bar(x, [r["hw_speedup"] for r in rows], color=["C2" if r["hw_speedup"] >= 1 else "C3" for r in rows])
+        ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+        ax.set_ylabel("QuCo-HW speedup over QuCo-SW")
+        ax.set_xticks(list(x), [r["type"] for r in rows], rotation=30, ha="right")
+        clock = ax.twinx()
+        clock.plot(list(x), [r["clock_mhz"] for r in rows], color="C0", marker="o", markersize=3)
+        clock.set_ylabel("core clock (MHz)", color="C0")
+        ax.set_title(f"DVFS trace {result['summary']['trace']}")
+        return _save(fig, out_dir, f"dvfs-{result['summary']['trace']}")

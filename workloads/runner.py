@@ -1,0 +1,201 @@
+"""Run a workload: every layer through the firmware on one booted unit, in order, timed on
+the performance model, with the unit's reconfigurations on the same timeline.
+
+Timeline (per tenant; `quco-emu run` has one tenant, `--tenant` adds more): the host asks
+the unit for layer i+1's configuration when layer i starts, so the reconfiguration runs
+while layer i computes (the paper's overlap claim). Layer i+1 starts when layer i has ended
+and its configuration is written; whatever of the reconfiguration outlasts layer i is
+**exposed**. The first layer's reconfiguration is always exposed (nothing runs before it).
+The unit is one server shared by every tenant, first come first served (a SimPy resource):
+a request that finds it busy waits, and that wait is the unit's **queueing delay**.
+
+Layer run times come from `quco.perfmodel` (the busiest CU of the layer's partition at the
+layer's clock); reconfiguration times from the unit's cycle accounting (a timing profile,
+default cv32e40p, at the QuCo clock, default 700 MHz).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import simpy
+
+from quco.gst import abi, tables
+from quco.host.device import QUCO_CLOCK_MHZ, Device
+from quco.perfmodel import search
+from quco.perfmodel.params import Machine, machine
+from quco.perfmodel.sim import occupancy
+from quco.perfmodel.work import Config, Work, fits
+from quco.workloads.format import Layer, Workload, WorkloadError
+
+
+class UnitError(Exception):
+    """The unit refused a layer's launch (status != OK); exit code 3."""
+
+
+@dataclass
+class Tenant:
+    """A workload on its share of the GPU (0 = the whole GPU)."""
+    workload: Workload
+    active_cus: int = 0
+    lds_bytes: int = 0
+    clocks: list[int] | None = None     # DVFS trace: the clock of each layer (overrides the layer's)
+    tell_clock: bool = True             # QuCo-HW: the record carries the clock; QuCo-SW: 0 (the GST's)
+
+    @property
+    def label(self) -> str:
+        share = f"@{self.active_cus or 'all'}:{self.lds_bytes or 'all'}" if (self.active_cus or self.lds_bytes) else ""
+        return self.workload.name + share
+
+
+@dataclass
+class Step:
+    """One layer's launch and run."""
+    tenant: int
+    layer: Layer
+    clock_mhz: float          # the clock the layer runs at
+    active_cus: int           # 0 = all
+    lds_bytes: int
+    config: Config
+    work: Work
+    label: str                # tile / slots per run of identical queues
+    cache_hit: bool
+    instructions: int
+    reconf_cycles: int
+    reconf_ns: float
+    run_ns: float             # the layer on the performance model
+    requested: float = 0.0    # ns: when the host asked the unit
+    reconf_start: float = 0.0
+    reconf_end: float = 0.0
+    start: float = 0.0
+    end: float = 0.0
+    exposed_ns: float = 0.0   # time the GPU (this tenant) waited for the unit before this layer
+    extra: dict = field(default_factory=dict)   # baselines, DVFS comparison
+
+    @property
+    def queueing_ns(self) -> float:
+        return self.reconf_start - self.requested
+
+    @property
+    def hidden(self) -> bool:
+        return self.exposed_ns <= 0.0
+
+    def as_dict(self) -> dict:
+        lay = self.layer
+        return {"tenant": self.tenant, "index": lay.index, "name": lay.name, "type": lay.type,
+                "clock_mhz": self.clock_mhz, "active_cus": self.active_cus, "lds_bytes": self.lds_bytes,
+                "config": self.label, "tile": self.config.tile, "slots": list(self.config.slots),
+                "cache_hit": self.cache_hit, "reconf_instructions": self.instructions,
+                "reconf_cycles": self.reconf_cycles, "reconf_ns": self.reconf_ns, "run_ns": self.run_ns,
+                "requested_ns": self.requested, "reconf_start_ns": self.reconf_start,
+                "reconf_end_ns": self.reconf_end, "start_ns": self.start, "end_ns": self.end,
+                "queueing_ns": self.queueing_ns, "exposed_ns": self.exposed_ns, "hidden": self.hidden, **self.extra}
+
+
+class Session:
+    """One booted unit for one GPU, and the model's view of that GPU."""
+
+    def __init__(self, gpu: str, firmware=None, profile: str = "cv32e40p", clock_mhz: float = QUCO_CLOCK_MHZ):
+        self.gpu, self.gst = gpu, tables.load(gpu)
+        self.g = tables.unpack(self.gst)
+        self.dev = Device(self.gst, firmware, profile=profile, clock_mhz=clock_mhz)
+        if self.dev.boot_status != abi.Status.OK:
+            raise UnitError(f"{gpu}: the unit rejected the GST at boot: {self.dev.boot_message}")
+
+    def machine(self, clock: int, cus: int, lds: int, dram_share: float = 1.0) -> Machine:
+        m = machine(self.g, clock, cus, lds)
+        return dataclasses.replace(m, dram_bytes_per_cycle=m.dram_bytes_per_cycle * dram_share) if dram_share != 1 else m
+
+    def check(self, tenants: list[Tenant]) -> None:
+        """Partitions and clocks the GST cannot give, named by layer (exit 2, before any launch)."""
+        problems = []
+        for t in tenants:
+            for i, lay in enumerate(t.workload.layers):
+                cus, lds = t.active_cus or lay.active_cus, t.lds_bytes or lay.lds_bytes
+                where = f"{t.workload.path}: layer {lay.index} ({lay.name}, {lay.where})"
+                if cus > self.g["num_cus"]:
+                    problems.append(f"{where}: partition.active_cus: {cus} is out of range; expected 0 to "
+                                    f"{self.g['num_cus']} ({self.gpu}'s num_cus)")
+                if lds > self.g["lds_bytes"]:
+                    problems.append(f"{where}: partition.lds_bytes: {lds} is out of range; expected 0 to "
+                                    f"{self.g['lds_bytes']} ({self.gpu}'s lds_bytes), a multiple of 128")
+                if len(problems) >= 20:
+                    break
+        total = sum(t.active_cus for t in tenants)
+        if len(tenants) > 1 and (total > self.g["num_cus"] or any(not t.active_cus for t in tenants)):
+            problems.append(f"tenants: CUs {' + '.join(str(t.active_cus or 'all') for t in tenants)}; expected each "
+                            f"tenant's own CUs (WORKLOAD@CUS[:LDS]), {self.g['num_cus']} in total at most on {self.gpu}")
+        if problems:
+            raise WorkloadError(problems)
+
+    def launch(self, t: Tenant, tid: int, lay: Layer, dram_share: float) -> Step:
+        clock = t.clocks[lay.index] if t.clocks else lay.clock_mhz
+        cus, lds = t.active_cus or lay.active_cus, t.lds_bytes or lay.lds_bytes
+        k = dataclasses.replace(lay.kernel, core_clock_mhz=clock if t.tell_clock else 0, active_cus=cus, lds_bytes=lds)
+        res = self.dev.launch(k)
+        if not res.ok:
+            raise UnitError(f"{t.workload.path}: layer {lay.index} ({lay.name}) on {self.gpu}: {res.message}")
+        work = dataclasses.replace(Work.of(k), name="")   # the model's cache key: shape, not name
+        cfg = Config(res.tile, tuple(q.slots for q in res.queues))
+        m = self.machine(clock, cus, lds, dram_share)
+        run_ns = model_ns(m, work, cfg)
+        return Step(tid, lay, m.clock_mhz, cus, lds, cfg, work, cfg.label(work), res.cache_hit, res.instructions,
+                    res.cost.cycles, res.cost.ns, run_ns)
+
+
+def model_ns(m: Machine, work: Work, cfg: Config) -> float | None:
+    """The layer's modelled time with `cfg`, or None when it does not fit a CU."""
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        return None
+    return search.evaluate(m, work, cfg).ns
+
+
+def run(session: Session, tenants: list[Tenant]) -> list[Step]:
+    """Every tenant's layers in order on one timeline; the unit serves them in turn."""
+    session.check(tenants)
+    env = simpy.Environment()
+    unit = simpy.Resource(env, capacity=1)
+    steps: list[Step] = []
+    share = {i: (t.active_cus / session.g["num_cus"] if len(tenants) > 1 else 1.0) for i, t in enumerate(tenants)}
+
+    def tenant(tid: int, t: Tenant):
+        prev_end = 0.0
+        for lay in t.workload.layers:
+            requested = env.now
+            with unit.request() as req:
+                yield req
+                begin = env.now
+                step = session.launch(t, tid, lay, share[tid])
+                if step.run_ns is None:
+                    raise UnitError(f"{t.workload.path}: layer {lay.index} ({lay.name}): the unit's configuration "
+                                    f"{step.label} does not fit one work-group on a CU of the model")
+                yield env.timeout(step.reconf_ns)
+            step.requested, step.reconf_start, step.reconf_end = requested, begin, env.now
+            if env.now < prev_end:
+                yield env.timeout(prev_end - env.now)
+            step.start = env.now
+            step.exposed_ns = step.start - prev_end
+            step.end = prev_end = step.start + step.run_ns
+            steps.append(step)
+
+    for tid, t in enumerate(tenants):
+        env.process(tenant(tid, t))
+    env.run()
+    steps.sort(key=lambda s: (s.tenant, s.layer.index))
+    return steps
+
+
+def totals(steps: list[Step]) -> dict:
+    """Whole-run figures: time, reconfiguration exposed and hidden, cache hit rate."""
+    end = max(s.end for s in steps)
+    exposed = sum(s.exposed_ns for s in steps)
+    run_ns = sum(s.run_ns for s in steps)
+    return {"layers": len(steps), "makespan_ns": end, "run_ns": run_ns,
+            "reconf_ns": sum(s.reconf_ns for s in steps), "reconf_cycles": sum(s.reconf_cycles for s in steps),
+            "reconf_instructions": sum(s.instructions for s in steps),
+            "exposed_ns": exposed, "exposed_fraction": exposed / end if end else 0.0,
+            "hidden_layers": sum(s.hidden for s in steps if s.layer.index > 0),
+            "cache_hits": sum(s.cache_hit for s in steps),
+            "cache_hit_rate": sum(s.cache_hit for s in steps) / len(steps),
+            "queueing_ns": sum(s.queueing_ns for s in steps),
+            "max_queueing_ns": max(s.queueing_ns for s in steps)}
