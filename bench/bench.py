@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 from rich.console import Console
 from rich.table import Table
 
-from quco.emulator import elf, soc, timing
+from quco.emulator import elf, soc
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, firmware_path
@@ -52,7 +52,7 @@ def cost_table(kernels, profile: str, clock: float, elf_path: Path):
             t.add_row(gpu, k.name, str(cold.tile), f"{c.instructions:,}", f"{c.cycles:,}", f"{c.ns:,.0f}",
                       f"{c.energy_nj:.2f}", f"{h.instructions:,}", f"{h.cycles:,}", f"{h.ns:,.0f}",
                       f"{h.energy_nj:.2f}")
-            worst_stack = max(worst_stack, dev.soc.stack_high_water())
+            worst_stack = max(worst_stack, dev.stack_high_water())
     return t, worst_stack, boots
 
 
@@ -79,17 +79,9 @@ def speed_table(kernel, profile: str, elf_path: Path, seconds: float):
     record = bytes(record)
 
     def soc_launcher(**kw):
-        timer = timing.Timer(timing.load_profile(profile), None) if kw.pop("timed", False) else None
-        s = soc.Soc(image, gst, timer=timer, **kw)
-        if timer:
-            timer.fetch = s.read
-        s.run()
-
-        def launch():
-            s.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
-            s.write(abi.MAILBOX.base, b"\1\0\0\0")
-            s.run()
-        return launch
+        s = soc.Soc(image, gst, profile=profile if kw.pop("timed", False) else None, **kw)
+        s.boot()
+        return lambda: s.launch(record)  # the whole protocol: ring, run, read and check the answer
 
     dev = Device(gst, elf_path, profile=profile)
     rows = [

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
                 except Fault as e:
                     faults.append(f"{e} gst={raw.hex()} record={record.hex()}")
                     dev.reset()
-            max_stack = max(max_stack, dev.soc.stack_high_water())
+            max_stack = max(max_stack, dev.stack_high_water())
             progress.update(task, completed=cases)
     seconds = time.perf_counter() - t0
     t = Table(title=f"{cases:,} launches on {sum(boots.values()):,} GSTs, seed {args.seed}, {seconds:.0f} s")

@@ -64,7 +64,7 @@ class Stop:
 
 
 class DebugSoc(Soc):
-    def __init__(self, image, gst: bytes, timer: timing.Timer, budget: int = DEFAULT_BUDGET):
+    def __init__(self, image, gst: bytes, profile: timing.Profile | str = "cv32e40p", budget: int = DEFAULT_BUDGET):
         self.breakpoints: dict[int, bool] = {}            # address -> hardware
         self.watchpoints: list[tuple[int, int, int]] = []  # (address, length, Z kind)
         self._cur = None       # (start, retired end, translated end, cycles per instruction)
@@ -74,7 +74,7 @@ class DebugSoc(Soc):
         self._pending = self._reason = None
         self.in_step = False
         self.total_instructions = self.total_cycles = 0  # of the steps that ended
-        super().__init__(image, gst, budget=budget, timer=timer)
+        super().__init__(image, gst, budget=budget, profile=profile)
 
     def _install_counting(self):
         self._add_raw_hook(UC_HOOK_BLOCK, HOOK_CODE_CFUNC(self._on_debug_block))
@@ -212,9 +212,8 @@ class Target:
 
     def __init__(self, image, gst: bytes, record: bytes, launches: int = 1, profile="cv32e40p",
                  budget: int = DEFAULT_BUDGET):
-        self.timer = timing.Timer(timing.load_profile(profile), None)
-        self.soc = DebugSoc(image, gst, self.timer, budget)
-        self.timer.fetch = self.soc.read
+        self.soc = DebugSoc(image, gst, profile, budget)
+        self.timer = self.soc.timer
         self.image, self.record, self.launches = image, record, launches
         self.pushed = 0            # launches pushed so far
         self.steps: list[tuple[str, Step]] = []  # (boot / launch N, counts) of the steps that ended
@@ -226,8 +225,7 @@ class Target:
         return f"launch {self.pushed}" if self.pushed else "boot"
 
     def push_launch(self):
-        self.soc.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, self.record)
-        self.soc.write(abi.MAILBOX.base, (1).to_bytes(4, "little"))  # the doorbell
+        self.soc.ring(self.record)
         self.pushed += 1
         self.state = "running"
 

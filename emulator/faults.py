@@ -48,3 +48,14 @@ class Trap(Fault):
 
 class BudgetExceeded(Fault):
     kind = "instruction budget exceeded"
+
+
+class FirmwareMisbehaved(EmulatorError):
+    """The firmware slept again without a fault, but its answer breaks the launch protocol
+    (gst/abi.py): no doorbell acknowledgement, a status outside the ABI, a generation that
+    did not step by one, or a configuration whose magic or counts the ABI does not allow.
+    The host reports it instead of believing it."""
+
+    def __init__(self, step: str, what: str):
+        self.step, self.what = step, what
+        super().__init__(f"firmware misbehaved at {step}: {what}")

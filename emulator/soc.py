@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from unicorn import (UC_ARCH_RISCV, UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_UNMAPPED,
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE,
@@ -21,12 +22,13 @@ from unicorn.riscv_const import UC_RISCV_REG_PC
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 from unicorn.unicorn_py3 import unicorn as _binding
 
-from quco.emulator import disasm, faults, isa, quirks
+from quco.emulator import disasm, faults, isa, protocol, quirks, timing
 from quco.emulator.elf import Image
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
 
 PAGE = 4096
+EXECUTABLE = " and ".join(r.name for r in abi.REGIONS if "x" in r.perms)
 _uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
@@ -43,6 +45,12 @@ def _pages(n: int) -> int:
     return max(PAGE, (n + PAGE - 1) // PAGE * PAGE)
 
 
+def _protection(perms: str) -> int:
+    """Unicorn's protection bits for a Region's "rwx" subset."""
+    return sum(bit for letter, bit in (("r", UC_PROT_READ), ("w", UC_PROT_WRITE), ("x", UC_PROT_EXEC))
+               if letter in perms)
+
+
 @dataclass
 class Step:
     """One boot or launch: what the core retired until it slept again.
@@ -57,29 +65,33 @@ class Step:
     reads: dict | None = None
     writes: dict | None = None
     trace: list | None = None
+    answer: protocol.Answer | None = None  # boot() and launch(): what the firmware answered
 
 
 class Soc:
-    def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET, timer=None,
-                 count_memory: bool = False, trace: bool = False, count: bool = True,
-                 wall_budget: float = WALL_BUDGET):
-        """count=False runs without any Python hook per block (the fastest mode): no
-        instruction counts, and runaway code is stopped after `wall_budget` seconds of host
-        time. Every other mode counts, and Unicorn's C-level instruction limit enforces the
-        budget exactly (instructions per step)."""
+    def __init__(self, image: Image, gst: bytes, budget: int = DEFAULT_BUDGET,
+                 profile: timing.Profile | str | Path | None = None, count_memory: bool = False,
+                 trace: bool = False, count: bool = True, wall_budget: float = WALL_BUDGET):
+        """`profile` (a Profile, or a built-in profile's name or a TOML file) adds modelled
+        cycles: the Soc schedules its own blocks with it. count=False runs without any
+        Python hook per block (the fastest mode): no instruction counts, and runaway code is
+        stopped after `wall_budget` seconds of host time. Every other mode counts, and
+        Unicorn's C-level instruction limit enforces the budget exactly (instructions per
+        step)."""
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
+        self.gst = abi.GST.unpack(gst)
+        if profile is not None and not isinstance(profile, timing.Profile):
+            profile = timing.load_profile(profile)
+        timer = timing.Timer(profile, self.read) if profile is not None else None
         self.image, self.budget, self.wall_budget = image, budget, wall_budget
         self._deadline, self._timed_out = None, False
         self._pc_buf = ctypes.c_uint64(0)
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
-        lds_real = self.lds_bytes = min(abi.GST.unpack(gst)["lds_bytes"], abi.LDS.size)
+        lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
-        uc.mem_map(abi.ROM.base, abi.ROM.size, UC_PROT_READ | UC_PROT_EXEC)
-        uc.mem_map(abi.DATA.base, _pages(abi.DATA.size), UC_PROT_READ | UC_PROT_WRITE)
-        uc.mem_map(abi.GST_REGION.base, _pages(abi.GST_REGION.size), UC_PROT_READ)
-        uc.mem_map(abi.MAILBOX.base, abi.MAILBOX.size, UC_PROT_READ | UC_PROT_WRITE)
-        uc.mem_map(abi.LDS.base, _pages(lds_real), UC_PROT_READ | UC_PROT_WRITE)
+        for r in abi.REGIONS:  # each region with the permissions the ABI declares for it
+            uc.mem_map(r.base, _pages(lds_real if r is abi.LDS else r.size), _protection(r.perms))
         # Stack high-water mark: DATA starts out filled with a canary that only the stack
         # above .bss can overwrite; crt0 clears .bss itself.
         uc.mem_write(abi.DATA.base, STACK_CANARY * (abi.DATA.size // 4))
@@ -87,18 +99,19 @@ class Soc:
             uc.mem_write(addr, data)
         uc.mem_write(abi.GST_REGION.base, gst)
         # Unicorn maps whole pages: fault on the part of a page past the region's real size.
-        for name, base, size in (("DATA", abi.DATA.base, abi.DATA.size),
-                                 ("GST", abi.GST_REGION.base, abi.GST_REGION.size),
-                                 ("LDS", abi.LDS.base, lds_real)):
-            end = base + _pages(size)
-            if base + size < end:  # from 3 bytes early: a misaligned word may straddle the end
-                uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_guard, (name, base, size),
-                            begin=base + size - 3, end=end - 1)
+        for r in abi.REGIONS:
+            size = lds_real if r is abi.LDS else r.size
+            end = r.base + _pages(size)
+            if r.base + size < end:  # from 3 bytes early: a misaligned word may straddle the end
+                uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_guard, (r.name, r.base, size),
+                            begin=r.base + size - 3, end=end - 1)
         uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
                     | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         self.minmax = quirks.MinMaxFix(uc, image.segments)
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
+        self.booted: protocol.Answer | None = None  # the boot's answer, once booted
+        self.generation = self.launches = 0         # acknowledged by the firmware so far
         self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
@@ -231,8 +244,8 @@ class Soc:
         window = next((r for r in abi.REGIONS if r.base <= address < r.base + _pages(r.size)), None)
         if access in (UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED) and window is not None:
             # (Unicorn fetches 2 bytes first, for RVC: the size says nothing here)
-            self._set_fault(faults.ExecuteProtected, f"instruction fetch from {window.name}: only ROM "
-                            "is executable", address)
+            self._set_fault(faults.ExecuteProtected, f"instruction fetch from {window.name}: only "
+                            f"{EXECUTABLE} is executable", address)
         elif access == UC_MEM_WRITE_PROT:
             self._set_fault(faults.WriteProtected, f"store of {size} B to {window.name if window else '?'}", address)
         elif window is abi.LDS:  # inside the LDS window, past the LDS the GST declares
@@ -345,15 +358,40 @@ class Soc:
                              if int.from_bytes(data[off:off + 4], "little") == isa.WFI}
         return self._wfi_pcs
 
+    # ---------------------------------------------------------------- the unit's protocol
+    def boot(self) -> Step:
+        """Release reset: the firmware checks the GST and sleeps. step.answer is its boot
+        status and detail."""
+        if self.woken:
+            raise RuntimeError("the Soc has booted already (make a new one to reset)")
+        step = self.run()
+        step.answer = self.booted = protocol.boot_answer(self)
+        return step
+
+    def ring(self, record: bytes) -> None:
+        """The host's half of a launch (quco.emulator.protocol); the next step serves it."""
+        protocol.ring(self, record)
+
+    def launch(self, record: bytes) -> Step:
+        """One launch through the mailbox: ring, run until the firmware sleeps, read its
+        answer (mailbox, and the LDS configuration once) and hold it to the ABI. Raises
+        FirmwareMisbehaved for an answer the ABI does not allow."""
+        if self.booted is None:
+            raise RuntimeError("boot() the Soc before a launch")
+        self.ring(record)
+        step = self.run()
+        self.launches += 1
+        step.answer = protocol.launch_answer(self, record, self.gst, self.booted, self.generation,
+                                             f"launch {self.launches}")
+        self.generation = step.answer.generation
+        return step
+
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
         return bytes(self.uc.mem_read(address, size))
 
     def write(self, address: int, data: bytes) -> None:
         self.uc.mem_write(address, bytes(data))
-
-    def mailbox(self) -> dict:
-        return abi.MAILBOX_LAYOUT.unpack(self.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size))
 
     def stack_high_water(self) -> int:
         """Deepest stack use since reset, in bytes, from the canary left untouched."""

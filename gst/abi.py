@@ -10,6 +10,7 @@ All multi-byte fields are little-endian.
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -40,6 +41,21 @@ class Field:
     doc: str
     lo: float | None = None  # allowed range, checked by firmware, model and tools
     hi: float | None = None
+    # shape rules, checked after every range (GST fields; codegen writes them for the firmware)
+    pow2: bool = False            # a power of two
+    multiple: int = 1             # a multiple of this
+    at_least: str | None = None   # at least this other field of the same struct
+
+    @property
+    def shape(self) -> str:
+        """The shape rules in words ("" when there are none)."""
+        rules = ["a power of two"] * self.pow2 + [f"a multiple of {self.multiple}"] * (self.multiple > 1)
+        return ", ".join(rules + [f"at least {self.at_least}"] * bool(self.at_least))
+
+    def shape_ok(self, values: dict) -> bool:
+        v = values[self.name]
+        return ((not self.pow2 or (v > 0 and v & (v - 1) == 0)) and v % self.multiple == 0
+                and (self.at_least is None or v >= values[self.at_least]))
 
     @property
     def size(self) -> int:
@@ -103,19 +119,21 @@ GST = Struct("gst", (
     Field("lat_l2_cycles", "u32", "L2 round trip, core cycles", 0, 100_000),
     Field("lat_dram_cycles", "u32", "DRAM round trip, core cycles", 1, 100_000),
     Field("dram_bw_mbps", "u32", "DRAM bandwidth, 10^6 bytes per second", 1, 100_000_000),
-    Field("cache_line_bytes", "u32", "cache line, bytes (power of two)", 16, 1024),
-    Field("lds_bytes", "u32", "LDS per CU, bytes (multiple of 256)", 1024, 256 * 1024),
+    Field("cache_line_bytes", "u32", "cache line, bytes", 16, 1024, pow2=True),
+    Field("lds_bytes", "u32", "LDS per CU, bytes", 1024, 256 * 1024, multiple=256),
     Field("barrier_limit", "u32", "hardware barriers per CU usable by queues", 2, 1024),
-    Field("min_tile_elems", "u32", "smallest tile, elements (power of two)", 16, 65536),
-    Field("max_tile_elems", "u32", "largest tile the ATT moves, elements (power of two)", 16, 65536),
+    Field("min_tile_elems", "u32", "smallest tile, elements", 16, 65536, pow2=True),
+    Field("max_tile_elems", "u32", "largest tile the ATT moves, elements", 16, 65536, pow2=True,
+          at_least="min_tile_elems"),
     Field("max_slots", "u32", "most slots a queue may have", 1, 16),
     Field("max_queues", "u32", "ATT queues per CU", 1, 16),
     Field("name", "char[32]", "GPU name, NUL-padded ASCII"),
 ), 256, "GPU Specification Table, read-only to the firmware")
 
 # GST fields checked against [lo, hi] at boot, in this order (the order decides which
-# error a table with several bad fields reports).
+# error a table with several bad fields reports); then the shape rules, in this order.
 GST_CHECKED = tuple(f for f in GST.fields if f.lo is not None)
+GST_SHAPED = tuple(f for f in GST.fields if f.shape)
 
 MAX_QUEUES = 16
 QUEUE_STREAMING, QUEUE_STATIONARY = 0, 1
@@ -138,7 +156,7 @@ QUEUE = Struct("queue", (
     Field("length", "u32", "elements one work-group streams through the queue", 1, 0xFFFFFFFF),
     Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY", 0, 1),
     Field("elem_size", "u8", "bytes per element: 1, 2, 4 or 8", 1, 8),
-    Field("reserved", "u16", "zero"),
+    Field("reserved", "u16", "zero; anything else is refused (QUEUE_RESERVED)", 0, 0),
 ), 8, "one queue of the launch record")
 LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
 
@@ -195,6 +213,23 @@ ATT_DESC = Struct("att_desc", (
     Field("queue_index", "u16", "queue this descriptor feeds"),
 ), 24, "ATT descriptor read by the ATT unit")
 
+
+
+def lds_align(n: int) -> int:
+    """n rounded up to LDS_ALIGN."""
+    return (n + LDS_ALIGN - 1) & ~(LDS_ALIGN - 1)
+
+
+def config_bytes(num_queues: int) -> int:
+    """Bytes of header and descriptors a configuration of `num_queues` queues writes."""
+    return LDS_HEADER.size + num_queues * (QUEUE_DESC.size + ATT_DESC.size)
+
+
+def meta_bytes(num_queues: int) -> int:
+    """Where the first queue block starts: the configuration rounded up to LDS_ALIGN."""
+    return lds_align(config_bytes(num_queues))
+
+
 # ---------------------------------------------------------------- statuses
 class Status(IntEnum):
     OK = 0
@@ -211,6 +246,10 @@ class Status(IntEnum):
     LDS_NO_FIT = 11      # even one slot of the smallest tile per queue does not fit
     BARRIER_LIMIT = 12   # one slot per queue already needs more barriers than the GPU has
     BAD_FLAGS = 13       # unknown flag bits set; detail = the flags
+    QUEUE_RESERVED = 14  # a queue's reserved field is not zero; detail = queue index
+
+
+BOOT_STATUSES = (Status.OK, Status.GST_MAGIC, Status.GST_VERSION, Status.GST_CHECKSUM, Status.GST_FIELD)
 
 
 STATUS_TEXT = {
@@ -228,7 +267,50 @@ STATUS_TEXT = {
     Status.LDS_NO_FIT: "no configuration fits the LDS",
     Status.BARRIER_LIMIT: "queues need more barriers than the GPU has",
     Status.BAD_FLAGS: "unknown flag bits set",
+    Status.QUEUE_RESERVED: "reserved field is not zero",
 }
+
+# ---------------------------------------------------------------- the boot-time GST check
+def gst_crc(raw: bytes) -> int:
+    """CRC-32 (IEEE) of the 256 GST bytes with the checksum field counted as zero."""
+    off = GST.offset("checksum")
+    return zlib.crc32(raw[:off] + bytes(4) + raw[off + 4:GST.size])
+
+
+@dataclass(frozen=True)
+class GstViolation:
+    status: Status  # what the firmware answers at boot
+    detail: int     # its detail word: the field's byte offset for GST_FIELD, else 0
+    message: str    # the field, its value and what is allowed
+
+
+def gst_violation(raw: bytes) -> GstViolation | None:
+    """The first rule of the firmware's boot-time check that a 256-byte GST breaks, in the
+    firmware's order (magic, version and size, CRC, each range, each shape rule); None
+    when the firmware accepts it. The reference model and the GST tools both use this."""
+    g = GST.unpack(raw)
+    if g["magic"] != GST_MAGIC:
+        return GstViolation(Status.GST_MAGIC, 0, f"magic 0x{g['magic']:08x}: expected 0x{GST_MAGIC:08x} "
+                                                 '("QGST"); not a GPU Specification Table')
+    if g["version"] != GST_VERSION or g["size"] != GST.size:
+        return GstViolation(Status.GST_VERSION, 0, f"version {g['version']}, size {g['size']}: expected "
+                                                   f"version {GST_VERSION}, size {GST.size}")
+    crc = gst_crc(raw)
+    if g["checksum"] != crc:
+        return GstViolation(Status.GST_CHECKSUM, 0, f"checksum 0x{g['checksum']:08x}: the CRC-32 of the "
+                                                    f"contents is 0x{crc:08x}")
+    for f in GST_CHECKED:
+        if not f.lo <= g[f.name] <= f.hi:
+            return GstViolation(Status.GST_FIELD, GST.offset(f.name),
+                                f"{f.name} = {g[f.name]}: out of range {f.lo:g}..{f.hi:g} ({f.doc})")
+    for f in GST_SHAPED:
+        if not f.shape_ok(g):
+            at_least = f" = {g[f.at_least]}" if f.at_least else ""
+            return GstViolation(Status.GST_FIELD, GST.offset(f.name),
+                                f"{f.name} = {g[f.name]}: must be {f.shape}{at_least}, within "
+                                f"{f.lo:g}..{f.hi:g} ({f.doc})")
+    return None
+
 
 # ---------------------------------------------------------------- algorithm constants
 # Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).

@@ -43,6 +43,24 @@ def c_struct(s: abi.Struct) -> str:
     return "\n".join(lines)
 
 
+# Structs the firmware reads or writes a 32-bit word at a time, several fields per word.
+WORD_PACKED = (abi.QUEUE, abi.QUEUE_DESC, abi.ATT_DESC)
+
+
+def c_word_fields(s: abi.Struct) -> str:
+    """Word index, bit shift and mask of each field of a struct handled as 32-bit words:
+    value = (words[X_WORD] >> X_SHIFT) & X_MASK; a word is the OR of value << X_SHIFT."""
+    lines = [f"/* {s.name} as {s.size // 4} 32-bit words: each field's word, shift and mask */",
+             f"#define QUCO_{s.name.upper()}_WORDS {s.size // 4}u"]
+    for f in s.fields:
+        off, name = s.offset(f.name), f"QUCO_{s.name.upper()}_{f.name.upper()}"
+        if off // 4 != (off + f.size - 1) // 4:
+            raise SystemExit(f"codegen: {s.name}.{f.name} straddles a 32-bit word")
+        lines += [f"#define {name}_WORD {off // 4}u", f"#define {name}_SHIFT {8 * (off % 4)}u",
+                  f"#define {name}_MASK 0x{(1 << 8 * f.size) - 1:x}u"]
+    return "\n".join(lines)
+
+
 def c_literal(value, kind: str) -> str:
     return f"{float(value)!r}f" if kind == "f" else f"{int(value)}u"
 
@@ -54,6 +72,9 @@ def header_text() -> str:
         out.append(f"#define QUCO_{r.name}_BASE 0x{r.base:08x}u /* {r.doc} */")
         out.append(f"#define QUCO_{r.name}_SIZE {r.size}u")
     out.append(f"#define QUCO_MAILBOX_RECORD 0x{abi.MAILBOX_RECORD:x}u")
+    if abi.LDS_ALIGN & (abi.LDS_ALIGN - 1):
+        raise SystemExit("codegen: LDS_ALIGN must be a power of two")
+    out.append(f"#define QUCO_LDS_ALIGN_LOG2 {abi.LDS_ALIGN.bit_length() - 1}u /* LDS_ALIGN = 1 << this */")
     out.append("")
     for name in ("GST_MAGIC", "GST_VERSION", "LAUNCH_MAGIC", "LDS_MAGIC", "LDS_ALIGN", "MAX_QUEUES",
                  "QUEUE_STREAMING", "QUEUE_STATIONARY", "FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
@@ -73,12 +94,16 @@ def header_text() -> str:
               abi.ATT_DESC):
         out.append(c_struct(s))
         out.append("")
+    for s in WORD_PACKED:
+        out.append(c_word_fields(s))
+        out.append("")
     out.append("/* launch header ranges */")
     for f in abi.LAUNCH_HEADER.fields:
         if f.lo is not None and f.ctype in ("u8", "u16", "u32"):
             out.append(f"#define QUCO_LAUNCH_{f.name.upper()}_LO {int(f.lo)}u")
             out.append(f"#define QUCO_LAUNCH_{f.name.upper()}_HI {int(f.hi)}u")
     ci = abi.LAUNCH_HEADER.field("compute_intensity")
+    out.append(f"#define QUCO_LAUNCH_COMPUTE_INTENSITY_LO {c_literal(ci.lo, 'f')}")
     out.append(f"#define QUCO_LAUNCH_COMPUTE_INTENSITY_HI {c_literal(ci.hi, 'f')}")
     out.append("")
     # The checked fields are consecutive u32 words, so the firmware's table needs no offsets.
@@ -98,9 +123,31 @@ def header_text() -> str:
     his = ", ".join(f"QUCO_GST_{f.name.upper()}_HI" for f in abi.GST_CHECKED)
     out.append(f"#define QUCO_GST_CHECKS_HI {{ {his} }}")
     out.append("")
+    out += gst_shape_macro()
+    out.append("")
     out.append("#endif")
     body = "\n".join(out) + "\n"
     return banner(body, "/*").rstrip("\n") + " */\n" + body
+
+
+def gst_shape_macro() -> list[str]:
+    """QUCO_GST_SHAPE_FAULT(g): the byte offset of the first GST field that breaks its shape
+    rule (abi.GST_SHAPED, in order), 0 when none does; the firmware applies it after the
+    ranges. (Offset 0 is the magic, which has no shape rule.)"""
+    lines = ["/* GST shape rules, checked after the ranges in this order: the offset of the first",
+             " * field that breaks its rule, else 0; is_pow2 is the firmware's own predicate */",
+             "#define QUCO_GST_SHAPE_FAULT(g, is_pow2) ( \\"]
+    for f in abi.GST_SHAPED:
+        v, broken = f"(g)->{f.name}", []
+        if f.pow2:
+            broken.append(f"!is_pow2({v})")
+        if f.multiple > 1:
+            broken.append(f"{v} % {f.multiple}u")
+        if f.at_least:
+            broken.append(f"{v} < (g)->{f.at_least}")
+        lines.append(f"    ({' || '.join(broken)}) ? {abi.GST.offset(f.name)}u : /* {f.name}: {f.shape} */ \\")
+    lines.append("    0u)")
+    return lines
 
 
 def regions_text() -> str:

@@ -80,6 +80,15 @@ def pack(values: dict) -> bytes:
     return bytes(raw)
 
 
+def check(raw: bytes, where: str) -> bytes:
+    """The table, if the firmware would accept it at boot (the rules of gst/abi.py);
+    otherwise GstFileError naming `where`, the field, its value and what is allowed."""
+    bad = abi.gst_violation(raw)
+    if bad is not None:
+        raise GstFileError(f"{where}: {bad.message} (the unit would refuse it at boot: {bad.status.name})")
+    return raw
+
+
 def unpack(raw: bytes, where: str = "GST") -> dict:
     if len(raw) != abi.GST.size:
         raise GstFileError(f"{where}: {len(raw):,} bytes; a binary GST is exactly {abi.GST.size} bytes")
@@ -101,18 +110,19 @@ def _resolve(spec: str | Path) -> Path:
 
 def read(spec: str | Path) -> tuple[bytes, dict]:
     """A preset name, a .toml file or a binary .gst file -> (256 GST bytes, where each
-    figure comes from: {field: source} for a TOML preset, {} for a binary table)."""
+    figure comes from: {field: source} for a TOML preset, {} for a binary table). A table
+    the firmware would refuse at boot raises GstFileError: nothing reads one it cannot use."""
     path = _resolve(spec)
     if path.suffix == ".toml":
         doc = load_toml(path)
-        return (pack(fields_from_doc(doc, str(path))),
+        return (check(pack(fields_from_doc(doc, str(path))), str(path)),
                 {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
     try:
         raw = read_bytes(path, abi.GST.size, f"binary GST ({abi.GST.size} bytes) or .toml preset")
     except UserFileError as e:
         raise GstFileError(str(e)) from None
     unpack(raw, printable(str(path)))  # checks the size
-    return raw, {}
+    return check(raw, printable(str(path))), {}
 
 
 def load(spec: str | Path) -> bytes:

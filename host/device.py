@@ -117,10 +117,7 @@ def describe(status: Status, detail: int) -> str:
     if status == Status.GST_FIELD:
         f = next((f for f in abi.GST_CHECKED if abi.GST.offset(f.name) == detail), None)
         if f is not None:
-            rule = {"cache_line_bytes": "a power of two", "lds_bytes": "a multiple of 256",
-                    "min_tile_elems": "a power of two",
-                    "max_tile_elems": "a power of two, at least min_tile_elems"}.get(f.name)
-            extra = f"; must also be {rule}" if rule else ""
+            extra = f"; must also be {f.shape}" if f.shape else ""
             return f"{text}: {f.name} must be within {f.lo:g}..{f.hi:g}{extra} ({f.doc})"
     if status == Status.RECORD_FIELD:
         f = next((f for f in abi.LAUNCH_HEADER.fields
@@ -128,7 +125,7 @@ def describe(status: Status, detail: int) -> str:
         if f is not None:
             limits = {"active_cus": "0..the GST's num_cus", "lds_bytes": "0..the GST's lds_bytes, multiple of 128"}
             return f"{text}: {f.name} must be within {limits.get(f.name, f'{f.lo:g}..{f.hi:g}')} ({f.doc})"
-    if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE):
+    if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE, Status.QUEUE_RESERVED):
         return f"queue {detail}: {text}"
     if status == Status.QUEUE_COUNT:
         return f"{text}: {detail} queues; allowed 1..{abi.MAX_QUEUES} and at most the GST's max_queues"
@@ -139,11 +136,6 @@ def describe(status: Status, detail: int) -> str:
     if status == Status.BAD_FLAGS:
         return f"{text}: 0x{detail:x} (known flags: 0x{abi.FLAGS_ALL:x})"
     return text
-
-
-def config_bytes(num_queues: int) -> int:
-    """Bytes of header and descriptors a configuration of `num_queues` queues writes."""
-    return abi.LDS_HEADER.size + num_queues * (abi.QUEUE_DESC.size + abi.ATT_DESC.size)
 
 
 def decode_lds(meta: bytes, queue_lengths: list[int] | None = None) -> dict:
@@ -192,38 +184,47 @@ class Device:
 
     def reset(self) -> None:
         """Power-cycle: fresh memories, boot again. Usable after any fault."""
-        timer = timing.Timer(self.profile, None) if self.profile else None
-        self.soc = soc.Soc(self.image, self.gst, budget=self.budget, timer=timer,
+        self.soc = soc.Soc(self.image, self.gst, budget=self.budget, profile=self.profile,
                            count_memory=self.count_memory, trace=self.trace)
-        if timer:
-            timer.fetch = self.soc.read
-        self.boot_step = self.soc.run()
+        self.boot_step = self.soc.boot()
         self.boot_cost = Cost.of(self.boot_step, self.clock_mhz)
-        mb = self.soc.mailbox()
-        self.boot_status = Status(mb["boot_status"])
-        self.boot_detail = mb["detail"]
+        self.boot_status, self.boot_detail = self.boot_step.answer.status, self.boot_step.answer.detail
 
     @property
     def boot_message(self) -> str:
         return describe(self.boot_status, self.boot_detail)
 
     def launch(self, kernel, check: bool = False) -> LaunchResult:
-        record = kernel if isinstance(kernel, (bytes, bytearray)) else kernel.record()
-        if len(record) != abi.LAUNCH_SIZE:
-            raise ValueError(f"launch record must be {abi.LAUNCH_SIZE} bytes, got {len(record)}")
-        self.soc.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
-        self.soc.write(abi.MAILBOX.base, (1).to_bytes(4, "little"))
-        step = self.soc.run()
-        mb = self.soc.mailbox()
-        meta = b""
-        if mb["status"] == Status.OK:
-            meta = self.soc.lds(config_bytes(abi.LDS_HEADER.unpack(self.soc.lds(abi.LDS_HEADER.size))["num_queues"]))
-        res = result_from(mb["status"], mb["detail"], meta, generation=mb["generation"],
-                          cache_hit=bool(mb["cache_hit"]), instructions=step.instructions,
-                          cost=Cost.of(step, self.clock_mhz))
+        """Configure a Kernel (or raw launch-record bytes) on the unit. Raises a Fault when
+        the emulated core faults, FirmwareMisbehaved when the firmware's answer breaks the
+        ABI, DeviceError (with check) when the unit refuses the launch."""
+        record = bytes(kernel if isinstance(kernel, (bytes, bytearray)) else kernel.record())
+        step = self.soc.launch(record)
+        a = step.answer
+        res = result_from(a.status, a.detail, a.config, generation=a.generation, cache_hit=a.cache_hit,
+                          instructions=step.instructions, cost=Cost.of(step, self.clock_mhz))
         if check and not res.ok:
             raise DeviceError(res)
         return res
+
+    # ---------------------------------------------------------------- what tests and tools inspect
+    @property
+    def generation(self) -> int:
+        """The generation of the last configuration the firmware acknowledged (0 after boot)."""
+        return self.soc.generation
+
+    @property
+    def timer(self):
+        """The Soc's cycle model (None without a profile), for attributing a trace."""
+        return self.soc.timer
+
+    def lds_window(self) -> bytes:
+        """The whole LDS as the GST declares it (to check what a launch left untouched)."""
+        return self.soc.lds()
+
+    def stack_high_water(self) -> int:
+        """Deepest firmware stack use since reset, bytes."""
+        return self.soc.stack_high_water()
 
     # ---------------------------------------------------------------- QuCo-style flow
     def init(self, compute_intensity: float | str, consumer_wavefronts: int | None = None, flags: int = 0,

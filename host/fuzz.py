@@ -104,8 +104,8 @@ def compare(dev, record: bytes):
     same status and detail, same configuration bytes on success; on failure the whole LDS
     window and the generation are untouched. Returns the LaunchResult."""
     from quco.host import reference  # local: keeps this module importable without numpy users
-    before = dev.soc.lds()
-    gen_before = dev.soc.mailbox()["generation"]
+    before = dev.lds_window()
+    gen_before = dev.generation
     fw = dev.launch(record)
     model = reference.configure(dev.gst, record, gen_before + 1)
     where = f"gst={dev.gst.hex()} record={record.hex()}"
@@ -115,11 +115,11 @@ def compare(dev, record: bytes):
     if fw.ok:
         if fw.lds != model.lds:
             raise Disagreement(f"LDS bytes differ: {where}")
-        after = dev.soc.lds()
+        after = dev.lds_window()
         n = len(model.lds)
         if after[n:] != before[n:]:
             raise Disagreement(f"firmware wrote past its configuration: {where}")
     else:
-        if dev.soc.lds() != before or fw.generation != gen_before:
+        if dev.lds_window() != before or fw.generation != gen_before:
             raise Disagreement(f"failed launch changed the LDS or the generation: {where}")
     return fw

@@ -7,8 +7,6 @@ the two agree bit for bit. docs/algorithm.md explains each step in prose.
 """
 from __future__ import annotations
 
-import math
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,45 +45,16 @@ class Result:
     lds: bytes = b""  # header + descriptors (32 + 40 n bytes); empty on error
 
 
-def gst_crc(gst: bytes) -> int:
-    off = abi.GST.offset("checksum")
-    return zlib.crc32(gst[:off] + b"\0\0\0\0" + gst[off + 4 : 256])
-
-
-def align(n: int, a: int = abi.LDS_ALIGN) -> int:
-    return (n + a - 1) & ~(a - 1)
-
-
-def is_pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
-
-
 def floor_pow2(v: int) -> int:
     return 1 << (v.bit_length() - 1)
 
 
 def check_gst(gst: bytes) -> dict:
-    """Boot-time validation, in the firmware's order. Raises ConfigError."""
-    g = abi.GST.unpack(gst)
-    if g["magic"] != abi.GST_MAGIC:
-        raise ConfigError(Status.GST_MAGIC)
-    if g["version"] != abi.GST_VERSION or g["size"] != abi.GST.size:
-        raise ConfigError(Status.GST_VERSION)
-    if g["checksum"] != gst_crc(gst):
-        raise ConfigError(Status.GST_CHECKSUM)
-    for f in abi.GST_CHECKED:
-        if not f.lo <= g[f.name] <= f.hi:
-            raise ConfigError(Status.GST_FIELD, abi.GST.offset(f.name))
-    shape_rules = (
-        ("cache_line_bytes", is_pow2(g["cache_line_bytes"])),
-        ("lds_bytes", g["lds_bytes"] % 256 == 0),
-        ("min_tile_elems", is_pow2(g["min_tile_elems"])),
-        ("max_tile_elems", is_pow2(g["max_tile_elems"]) and g["max_tile_elems"] >= g["min_tile_elems"]),
-    )
-    for name, ok in shape_rules:
-        if not ok:
-            raise ConfigError(Status.GST_FIELD, abi.GST.offset(name))
-    return g
+    """Boot-time validation, in the firmware's order (the rules: gst/abi.py). Raises ConfigError."""
+    bad = abi.gst_violation(gst)
+    if bad is not None:
+        raise ConfigError(bad.status, bad.detail)
+    return abi.GST.unpack(gst)
 
 
 def parse_launch(record: bytes, g: dict) -> Launch:
@@ -95,16 +64,13 @@ def parse_launch(record: bytes, g: dict) -> Launch:
         raise ConfigError(Status.RECORD_MAGIC)
     if h["flags"] & ~abi.FLAGS_ALL:
         raise ConfigError(Status.BAD_FLAGS, h["flags"])
-    off = abi.LAUNCH_HEADER.offset
-    ci = f32(h["compute_intensity"])
-    if not (ci >= f32(0.0) and ci <= f32(1e6)):  # also rejects NaN
+    off, field = abi.LAUNCH_HEADER.offset, abi.LAUNCH_HEADER.field
+    ci, ci_range = f32(h["compute_intensity"]), field("compute_intensity")
+    if not (ci >= f32(ci_range.lo) and ci <= f32(ci_range.hi)):  # also rejects NaN
         raise ConfigError(Status.RECORD_FIELD, off("compute_intensity"))
-    if h["ci_class"] > abi.CI_CLASS_HIGH:
-        raise ConfigError(Status.RECORD_FIELD, off("ci_class"))
-    if not 1 <= h["consumer_wavefronts"] <= 64:
-        raise ConfigError(Status.RECORD_FIELD, off("consumer_wavefronts"))
-    if h["core_clock_mhz"] > 10_000:
-        raise ConfigError(Status.RECORD_FIELD, off("core_clock_mhz"))
+    for name in ("ci_class", "consumer_wavefronts", "core_clock_mhz"):  # the ABI's fixed ranges
+        if not field(name).lo <= h[name] <= field(name).hi:
+            raise ConfigError(Status.RECORD_FIELD, off(name))
     if h["active_cus"] > g["num_cus"]:
         raise ConfigError(Status.RECORD_FIELD, off("active_cus"))
     if h["lds_bytes"] > g["lds_bytes"] or h["lds_bytes"] % abi.LDS_ALIGN:
@@ -114,13 +80,15 @@ def parse_launch(record: bytes, g: dict) -> Launch:
         raise ConfigError(Status.QUEUE_COUNT, n)
     queues = []
     for i in range(n):
-        q = abi.QUEUE.unpack(record[32 + 8 * i : 40 + 8 * i])
+        q = abi.QUEUE.unpack(record[abi.LAUNCH_HEADER.size + abi.QUEUE.size * i:])
         if q["type"] > abi.QUEUE_STATIONARY:
             raise ConfigError(Status.QUEUE_TYPE, i)
         if q["length"] == 0:
             raise ConfigError(Status.QUEUE_LENGTH, i)
         if q["elem_size"] not in abi.ELEM_SIZES:
             raise ConfigError(Status.ELEM_SIZE, i)
+        if q["reserved"] != 0:
+            raise ConfigError(Status.QUEUE_RESERVED, i)
         queues.append(Queue(q["length"], q["type"], q["elem_size"]))
     return Launch(h, queues)
 
@@ -157,7 +125,7 @@ class Planner:
         self.clock = clock
         self.cus = h["active_cus"] or g["num_cus"]
         lds = h["lds_bytes"] or g["lds_bytes"]
-        self.meta = align(abi.LDS_HEADER.size + len(self.q) * (abi.QUEUE_DESC.size + abi.ATT_DESC.size))
+        self.meta = abi.meta_bytes(len(self.q))
         self.avail = max(lds - self.meta, 0)
         # Reciprocals are taken once so the per-tile arithmetic only multiplies.
         # cpb: core cycles per byte of one CU's share of the DRAM bandwidth, at this clock
@@ -237,8 +205,8 @@ class Planner:
 
     def bytes_needed(self, t: int, slots: dict) -> int:
         """LDS bytes for streaming queues at `slots` and one slot per stationary queue."""
-        total = sum(align(s * t * self.q[i].elem_size) for i, s in slots.items())
-        return total + sum(align(t * self.q[i].elem_size) for i in self.stat)
+        total = sum(abi.lds_align(s * t * self.q[i].elem_size) for i, s in slots.items())
+        return total + sum(abi.lds_align(t * self.q[i].elem_size) for i in self.stat)
 
     def barriers_needed(self, slots: dict) -> int:
         return const("BARRIERS_PER_SLOT") * (sum(slots.values()) + len(self.stat))
@@ -306,7 +274,7 @@ class Planner:
             # the rest of the LDS, evenly: each stationary queue already has its one slot
             n = len(self.stat)
             for i in self.stat:
-                block = align(t * self.q[i].elem_size)
+                block = abi.lds_align(t * self.q[i].elem_size)
                 room = 1 + min((spare // n) // block, (spare_barriers // n) // const("BARRIERS_PER_SLOT"))
                 s = self.cu_step(self.round_pow2(f32(min(room, g["max_slots"]))))
                 while s > room:
@@ -329,7 +297,7 @@ def layout(p: Planner, tile: int, slots: list[int], generation: int) -> bytes:
         atts.append(abi.ATT_DESC.pack(dict(lds_addr=offset, box_elems=tile, slot_stride=slot_bytes,
                                            ring_slots=s, elem_size=q.elem_size, global_length=q.length,
                                            full_barrier=barrier, queue_index=i)))
-        offset += align(s * slot_bytes)
+        offset += abi.lds_align(s * slot_bytes)
         barrier += count
     header = abi.LDS_HEADER.pack(dict(magic=abi.LDS_MAGIC, generation=generation, num_queues=len(p.q),
                                       tile_elems=tile, meta_bytes=p.meta, used_bytes=offset,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from quco.gst import abi
 from quco.host.kernel import KernelError
-from quco.host.reference import align
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")
@@ -78,14 +77,12 @@ class Config:
         return f"{self.tile} / " + "+".join(str(self.slots[a]) for a, _ in runs)
 
 
-def meta_bytes(n_queues: int) -> int:
-    """LDS bytes of the header and descriptors (the unit writes them at the LDS base)."""
-    return align(abi.LDS_HEADER.size + n_queues * (abi.QUEUE_DESC.size + abi.ATT_DESC.size))
+meta_bytes = abi.meta_bytes  # LDS bytes of the header and descriptors, rounded up to LDS_ALIGN
 
 
 def queue_bytes(work: Work, cfg: Config) -> int:
     """LDS bytes of one work-group's queue blocks, laid out as the unit lays them out."""
-    return sum(align(s * cfg.tile * q.elem_size) for q, s in zip(work.queues, cfg.slots))
+    return sum(abi.lds_align(s * cfg.tile * q.elem_size) for q, s in zip(work.queues, cfg.slots))
 
 
 def barriers(cfg: Config) -> int:

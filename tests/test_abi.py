@@ -40,3 +40,53 @@ def test_pack_unpack_round_trip():
     values = dict(magic=abi.LAUNCH_MAGIC, flags=3, compute_intensity=0.5, consumer_wavefronts=8, ci_class=3, reserved=0,
                   core_clock_mhz=700, active_cus=4, lds_bytes=1024, num_queues=2)
     assert abi.LAUNCH_HEADER.unpack(abi.LAUNCH_HEADER.pack(values)) == values
+
+
+# ---------------------------------------------------------------- the kernel.json schema's bounds
+def _schema_bounds(node, path=()):
+    """Every (path, keyword, value) of a numeric bound, enum or multipleOf in the schema."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("minimum", "maximum", "multipleOf", "minItems", "maxItems") or (k == "enum" and all(
+                    isinstance(x, int) for x in v)):
+                yield path, k, v
+            else:
+                yield from _schema_bounds(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _schema_bounds(v, path + (i,))
+
+
+def _field_bounds(s, name):
+    f = s.field(name)
+    return {"minimum": f.lo, "maximum": f.hi}
+
+
+H, Q = abi.LAUNCH_HEADER, abi.QUEUE
+# Where each bound of kernel.json comes from in gst/abi.py (or why it is not the unit's).
+SCHEMA_ORIGIN = {
+    ("properties", "compute_intensity", "anyOf", 0): _field_bounds(H, "compute_intensity"),
+    ("properties", "consumer_wavefronts"): _field_bounds(H, "consumer_wavefronts"),
+    ("properties", "queues"): {"minItems": H.field("num_queues").lo, "maxItems": abi.MAX_QUEUES},
+    ("properties", "partition", "properties", "core_clock_mhz"): _field_bounds(H, "core_clock_mhz"),
+    ("properties", "partition", "properties", "active_cus"): _field_bounds(H, "active_cus"),
+    ("properties", "partition", "properties", "lds_bytes"): {**_field_bounds(H, "lds_bytes"),
+                                                             "multipleOf": abi.LDS_ALIGN},
+    ("$defs", "queue", "properties", "length"): _field_bounds(Q, "length"),
+    ("$defs", "queue", "properties", "elem_size"): {"enum": list(abi.ELEM_SIZES)},
+    ("$defs", "queue", "properties", "count"): {"minimum": 1, "maximum": abi.MAX_QUEUES},
+    # the performance model's, not the unit's: the launch record never carries them
+    ("properties", "grid", "properties", "work_groups"): {"minimum": 1, "maximum": 0xFFFFFFFF},
+    ("properties", "grid", "properties", "flops_per_work_group"): {"minimum": 0, "maximum": 10 ** 15},
+    ("properties", "grid", "properties", "output_bytes"): {"minimum": 0, "maximum": 0xFFFFFFFF},
+}
+
+
+def test_every_bound_of_the_kernel_schema_is_the_abis():
+    from quco.host import kernel
+    found = list(_schema_bounds(kernel.schema()))
+    assert len(found) >= 15
+    for path, keyword, value in found:
+        origin = SCHEMA_ORIGIN.get(path)
+        assert origin is not None and keyword in origin, f"{'/'.join(map(str, path))}: {keyword} {value} has no origin in abi.py"
+        assert value == origin[keyword], f"{'/'.join(map(str, path))}: {keyword} {value}, abi.py says {origin[keyword]}"

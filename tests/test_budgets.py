@@ -36,4 +36,4 @@ def test_stack_high_water_within_reserve(elf_path, gpu):
     dev = Device(gpu, elf_path)
     for path in EXAMPLE_KERNELS:
         dev.launch(load_kernel(path))
-    assert 0 < dev.soc.stack_high_water() <= STACK_BUDGET
+    assert 0 < dev.stack_high_water() <= STACK_BUDGET

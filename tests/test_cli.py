@@ -132,7 +132,7 @@ def test_profile_accounts_for_every_cycle_and_sees_inlined_functions(elf_path):
     from quco.host.kernel import load_kernel
     dev = Device("r9-nano", elf_path, profile="cv32e40p", trace=True)
     res = dev.launch(load_kernel(MM))
-    steps = profile.attribute(dev.image, dev.soc.timer, res.cost.trace)
+    steps = profile.attribute(dev.image, dev.timer, res.cost.trace)
     rows = {r.name: r for r in profile.by_function(steps)}
     assert sum(r.cycles for r in rows.values()) == res.cost.cycles
     assert sum(r.instructions for r in rows.values()) == res.instructions

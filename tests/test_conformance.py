@@ -9,7 +9,7 @@ import pytest
 
 from unicorn.riscv_const import UC_RISCV_REG_A0, UC_RISCV_REG_F0
 
-from quco.emulator import elf, quirks, timing
+from quco.emulator import elf, quirks
 from quco.emulator.soc import Soc
 from quco.gst import abi, tables
 
@@ -117,9 +117,7 @@ ALIGNED = MISALIGNED.replace("lw   a0, 1(s0)", "lw   a0, 0(s0)").replace("lh   a
 def test_misaligned_accesses_are_carried_out_and_cost_a_cycle_when_split(build, mode):
     def run(source):
         image = build(source)
-        timer = timing.Timer(timing.load_profile("cv32e40p"), None)
-        soc = Soc(image, GST, timer=timer, trace=mode == "traced")
-        timer.fetch = soc.read
+        soc = Soc(image, GST, profile="cv32e40p", trace=mode == "traced")
         step = soc.run()
         return soc, step
 
@@ -139,8 +137,6 @@ def test_misaligned_accesses_are_carried_out_and_cost_a_cycle_when_split(build, 
 def test_ipc1_profile_charges_nothing_for_a_split_access(build):
     cycles = []
     for source in (MISALIGNED, ALIGNED):
-        timer = timing.Timer(timing.load_profile("ipc1"), None)
-        soc = Soc(build(source), GST, timer=timer)
-        timer.fetch = soc.read
+        soc = Soc(build(source), GST, profile="ipc1")
         cycles.append(soc.run().cycles)
     assert cycles[0] == cycles[1]

@@ -13,6 +13,7 @@ from quco.host import fuzz
 from quco.host.kernel import load_kernel
 
 EXAMPLES = EXAMPLE_KERNELS
+EXAMPLE_NAMES = [p.stem for p in EXAMPLES]
 def slow(n):
     return settings(max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -96,12 +97,12 @@ def test_a_cache_hit_after_other_launches_rewrites_the_lds(devices):
 def test_failed_launch_keeps_the_previous_configuration(devices):
     dev = devices("radeon-530")
     good = fuzz.compare(dev, load_kernel(EXAMPLES[-1]).record())
-    lds_before = dev.soc.lds()
+    lds_before = dev.lds_window()
     bad = bytearray(load_kernel(EXAMPLES[-1]).record())
     bad[abi.LAUNCH_HEADER.size + 5] = 3  # element size 3
     fw = fuzz.compare(dev, bytes(bad))
     assert fw.status == Status.ELEM_SIZE and fw.generation == good.generation
-    assert dev.soc.lds() == lds_before
+    assert dev.lds_window() == lds_before
 
 
 def test_stack_stays_inside_its_reserve(devices):
@@ -110,7 +111,7 @@ def test_stack_stays_inside_its_reserve(devices):
     g = tables.unpack(dev.gst)
     for _ in range(300):
         fuzz.compare(dev, fuzz.record(rng, g))
-    assert 0 < dev.soc.stack_high_water() <= abi.STACK_RESERVE - 128, "keep a 128-byte margin"
+    assert 0 < dev.stack_high_water() <= abi.STACK_RESERVE - 128, "keep a 128-byte margin"
 
 
 @pytest.mark.parametrize("gpu", ["r9-nano", "h100-sxm"])
@@ -136,3 +137,23 @@ def test_same_inputs_same_bytes_and_counts(elf_path):
     runs = [Device("mi300x", elf_path, profile="cv32e40p", count_memory=True).launch(record) for _ in range(2)]
     assert runs[0].lds == runs[1].lds
     assert runs[0].cost.as_dict() == runs[1].cost.as_dict() and runs[0].cost.cycles > 0
+
+
+@pytest.mark.parametrize("queue,reserved,elem,status", [
+    (0, 1, 2, Status.QUEUE_RESERVED),       # the lowest bit
+    (8, 0x8000, 2, Status.QUEUE_RESERVED),  # the highest, in the last queue
+    (3, 0x0100, 2, Status.QUEUE_RESERVED),  # the middle of a run of identical queues
+    (3, 0x0100, 3, Status.ELEM_SIZE),       # a bad element size is reported first
+    (3, 0, 2, Status.OK),                   # the control
+])
+def test_a_nonzero_reserved_queue_field_is_refused_by_firmware_and_model(devices, queue, reserved, elem, status):
+    """The ABI says a queue's reserved field is zero (issue #13 item 14): both refuse it,
+    with the queue's index as the detail, and agree bit for bit (fuzz.compare)."""
+    raw = bytearray(load_kernel(EXAMPLES[EXAMPLE_NAMES.index("matrix-matrix")]).record())
+    at = abi.LAUNCH_HEADER.size + queue * abi.QUEUE.size
+    raw[at + abi.QUEUE.offset("reserved"):at + abi.QUEUE.offset("reserved") + 2] = reserved.to_bytes(2, "little")
+    raw[at + abi.QUEUE.offset("elem_size")] = elem
+    fw = fuzz.compare(devices("r9-nano"), bytes(raw))
+    assert (fw.status, fw.detail) == (status, queue if status != Status.OK else 0)
+    if status == Status.QUEUE_RESERVED:
+        assert fw.message == f"queue {queue}: reserved field is not zero"

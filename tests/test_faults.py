@@ -356,10 +356,9 @@ def test_uncounted_mode_runs_the_firmware_like_the_counted_one(elf_path):
     image, gst = elf.load(elf_path), tables.load("r9-nano")
     record = load_kernel(MM).record()
     socs = [RawSoc(image, gst, count=c) for c in (True, False)]
+    answers = []
     for soc in socs:
-        soc.run()
-        soc.write(abi.MAILBOX.base + abi.MAILBOX_RECORD, record)
-        soc.write(abi.MAILBOX.base, b"\1\0\0\0")
-        soc.run()
-    assert socs[0].lds(1024) == socs[1].lds(1024) and socs[0].mailbox() == socs[1].mailbox()
-    assert socs[1].mailbox()["status"] == Status.OK
+        soc.boot()
+        answers.append(soc.launch(record).answer)
+    assert socs[0].lds(1024) == socs[1].lds(1024) and answers[0] == answers[1]
+    assert answers[1].status == Status.OK and answers[1].generation == 1

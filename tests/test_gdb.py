@@ -36,7 +36,7 @@ def expected(elf_path):
     dev = Device(GST, elf_path, profile="cv32e40p")
     cold, cached = dev.launch(KERNEL), dev.launch(KERNEL)
     return {"boot": dev.boot_cost, "launch 1": cold.cost, "launch 2": cached.cost, "lds": cold.lds,
-            "lds after 2": dev.soc.lds(len(cold.lds))}
+            "lds after 2": dev.lds_window()[:len(cold.lds)]}
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_debug_session_from_reset_to_the_end(elf_path, gdb, expected):
               "set {int}0 = 5",                          # ROM: refused
               "delete", "break fits", "continue",        # to the end of boot (wfi)
               "continue",                                # launch 1 pushed: the planner's fits()
-              "p p->ci", "printf \"TK=%u\\n\", tk", "next",
+              "p p->ci", "printf \"TK=%u\\n\", tile_log2", "next",
               "delete", "watch *(unsigned int *)0x40000004", "continue",  # the LDS header's generation
               "continue", "x/8xw 0x40000000", "monitor counts", "continue")
     assert server.join() == "exit"

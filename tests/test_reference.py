@@ -151,7 +151,7 @@ def test_layout_is_contiguous_aligned_and_within_the_lds(r9):
     end = h["meta_bytes"]
     for q in qs:
         assert q.offset == end and q.offset % abi.LDS_ALIGN == 0
-        end += ref.align(q.slots * q.slot_bytes)
+        end += abi.lds_align(q.slots * q.slot_bytes)
     assert h["used_bytes"] == end <= 65536
     assert h["barriers_used"] == sum(q.barrier_count for q in qs) == 2 * sum(q.slots for q in qs)
 

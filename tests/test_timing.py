@@ -98,11 +98,9 @@ def test_wake_up_cycles_start_each_step(gnu_as):
     from quco.gst import tables
     image = elf.load(gnu_as(".globl _start\n_start:\naddi a0,a0,1\nwfi\naddi a0,a0,1\naddi a0,a0,1\nwfi"))
     for profile, wake in (("cv32e40p", (4, 2)), ("ipc1", (0, 0))):
-        timer = timing.Timer(timing.load_profile(profile), None)
-        soc = Soc(image, tables.load("r9-nano"), timer=timer)
-        timer.fetch = soc.read
+        soc = Soc(image, tables.load("r9-nano"), profile=profile)
         assert [soc.run().cycles, soc.run().cycles] == [wake[0] + 2, wake[1] + 3], profile
-        traced = Soc(image, tables.load("r9-nano"), timer=timer, trace=True)
+        traced = Soc(image, tables.load("r9-nano"), profile=profile, trace=True)
         steps = [traced.run(), traced.run()]
         assert [sum(c for *_, c in s.trace) for s in steps] == [s.cycles for s in steps] == [wake[0] + 2, wake[1] + 3]
 

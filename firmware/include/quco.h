@@ -19,8 +19,8 @@ typedef struct {
  * identical consecutive queues ("groups", see below): run i has count[i] queues with
  * slots[i] slots each. */
 typedef struct {
-    uint32_t tile;
-    uint32_t ng;
+    uint32_t tile;     /* elements */
+    uint32_t n_groups;
     uint8_t count[QUCO_MAX_QUEUES];
     uint8_t slots[QUCO_MAX_QUEUES];
 } config_t;
@@ -32,17 +32,22 @@ uint32_t gst_check(uint32_t *detail);
  * "count") get identical slots, so validation and planning work on groups of them: the
  * 8+1 queues of a matrix kernel are two groups. Sums over queues become count x term. */
 typedef struct {
-    uint8_t count, stat, e, es; /* es = log2(e) */
+    uint8_t count;      /* queues in the group */
+    uint8_t stationary; /* 1: QUCO_QUEUE_STATIONARY, 0: streaming */
+    uint8_t elem_size;  /* bytes: 1, 2, 4 or 8 */
+    uint8_t elem_log2;  /* log2(elem_size) */
 } group_t;
 typedef struct {
-    uint32_t ng, n_stream, n_stat, e_tile;
+    uint32_t n_groups;
+    uint32_t n_stationary;   /* stationary queues (not groups) */
+    uint32_t tile_elem_size; /* the element size the tile is chosen for */
     group_t g[QUCO_MAX_QUEUES];
 } groups_t;
 
 /* launch.c: record validation and the algorithm (Algorithms 1-3). */
 void gst_derive(void); /* boot: values of a valid GST the planner reuses */
-uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detail); /* fills the groups */
-uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail); /* of the last launch_check */
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *groups, uint32_t *detail);
+uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t *detail);
 uint32_t meta_bytes(uint32_t num_queues);
 static inline uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }
 

@@ -21,36 +21,36 @@ uint32_t key_words(uint32_t n) { return (sizeof(quco_launch_header_t) + n * size
 entry_t *cache_find(uint32_t n)
 {
     uint32_t words = key_words(n); /* always even: 8 + 2n */
-    for (uint32_t e = 0; e < QUCO_CACHE_ENTRIES; e++) {
-        entry_t *en = &store[live[e]];
-        if (en->key_words != words)
+    for (uint32_t slot = 0; slot < QUCO_CACHE_ENTRIES; slot++) { /* ring order: commit replaces the oldest */
+        entry_t *entry = &store[live[slot]];
+        if (entry->key_words != words)
             continue;
-        const uint32_t *a = (const uint32_t *)&en->rec, *end = a + words;
-        const volatile uint32_t *b = RECORD_IN;
+        const uint32_t *cached = (const uint32_t *)&entry->rec, *end = cached + words;
+        const volatile uint32_t *incoming = RECORD_IN;
         do { /* two words a step: fewer taken branches on the hot path */
-            uint32_t a0 = a[0], a1 = a[1], b0 = b[0], b1 = b[1];
-            if ((a0 ^ b0) | (a1 ^ b1))
+            uint32_t c0 = cached[0], c1 = cached[1], i0 = incoming[0], i1 = incoming[1];
+            if ((c0 ^ i0) | (c1 ^ i1))
                 break;
-            a += 2;
-            b += 2;
-        } while (a != end);
-        if (a == end)
-            return en;
+            cached += 2;
+            incoming += 2;
+        } while (cached != end);
+        if (cached == end)
+            return entry;
     }
     return 0;
 }
 
 entry_t *cache_scratch(void)
 {
-    entry_t *en = &store[spare];
-    en->key_words = 0;
-    return en;
+    entry_t *entry = &store[spare];
+    entry->key_words = 0;
+    return entry;
 }
 
 void cache_commit(void)
 {
-    entry_t *en = &store[spare];
-    en->key_words = key_words(en->rec.h.num_queues);
+    entry_t *entry = &store[spare];
+    entry->key_words = key_words(entry->rec.h.num_queues);
     uint8_t old = live[victim];
     live[victim] = spare;
     spare = old;

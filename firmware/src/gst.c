@@ -40,15 +40,7 @@ uint32_t gst_check(uint32_t *detail)
             return QUCO_STATUS_GST_FIELD;
         }
     }
-    uint32_t bad = 0;
-    if (!is_pow2(g->cache_line_bytes))
-        bad = __builtin_offsetof(quco_gst_t, cache_line_bytes);
-    else if (g->lds_bytes % 256u)
-        bad = __builtin_offsetof(quco_gst_t, lds_bytes);
-    else if (!is_pow2(g->min_tile_elems))
-        bad = __builtin_offsetof(quco_gst_t, min_tile_elems);
-    else if (!is_pow2(g->max_tile_elems) || g->max_tile_elems < g->min_tile_elems)
-        bad = __builtin_offsetof(quco_gst_t, max_tile_elems);
+    uint32_t bad = QUCO_GST_SHAPE_FAULT(g, is_pow2); /* power of two, multiple of 256, ... (gst/abi.py) */
     if (bad) {
         *detail = bad;
         return QUCO_STATUS_GST_FIELD;

@@ -11,26 +11,64 @@ uint32_t meta_bytes(uint32_t n)
 }
 
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
-static uint32_t log2_elem(uint32_t e) { return (e >> 1) - (e >> 3); } /* of 1, 2, 4, 8 */
+/* log2 of an element size of 1, 2, 4 or 8, without a loop: 0, 1, 2, 3 */
+static uint32_t log2_elem(uint32_t elem_size) { return (elem_size >> 1) - (elem_size >> 3); }
 
-/* The groups of the launch being configured: launch_check fills them, plan reads them. */
-static groups_t groups;
+/* The launch header's fields with a range, checked in this order (the first bad one is
+ * the detail); returns the offset of the bad field, or NO_BAD_FIELD. */
+#define NO_BAD_FIELD 0xffffffffu
+static uint32_t bad_header_field(const quco_launch_header_t *h)
+{
+    float ci = h->compute_intensity;
+    if (!(ci >= QUCO_LAUNCH_COMPUTE_INTENSITY_LO && ci <= QUCO_LAUNCH_COMPUTE_INTENSITY_HI)) /* NaN too */
+        return OFF(compute_intensity);
+    if (h->ci_class > QUCO_LAUNCH_CI_CLASS_HI)
+        return OFF(ci_class);
+    if (h->consumer_wavefronts < QUCO_LAUNCH_CONSUMER_WAVEFRONTS_LO ||
+        h->consumer_wavefronts > QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI)
+        return OFF(consumer_wavefronts);
+    if (h->core_clock_mhz > QUCO_LAUNCH_CORE_CLOCK_MHZ_HI)
+        return OFF(core_clock_mhz);
+    if (h->active_cus > GST->num_cus)
+        return OFF(active_cus);
+    if (h->lds_bytes > GST->lds_bytes || h->lds_bytes % QUCO_LDS_ALIGN)
+        return OFF(lds_bytes);
+    return NO_BAD_FIELD;
+}
+
+/* The status of one queue record, from its two words; the checks in the reference
+ * model's order. */
+static uint32_t queue_status(uint32_t length, uint32_t word1)
+{
+    uint32_t type = (word1 >> QUCO_QUEUE_TYPE_SHIFT) & QUCO_QUEUE_TYPE_MASK;
+    uint32_t elem_size = (word1 >> QUCO_QUEUE_ELEM_SIZE_SHIFT) & QUCO_QUEUE_ELEM_SIZE_MASK;
+    if (type > QUCO_QUEUE_STATIONARY)
+        return QUCO_STATUS_QUEUE_TYPE;
+    if (length == 0u)
+        return QUCO_STATUS_QUEUE_LENGTH;
+    if (elem_size != 1u && elem_size != 2u && elem_size != 4u && elem_size != 8u)
+        return QUCO_STATUS_ELEM_SIZE;
+    if ((word1 >> QUCO_QUEUE_RESERVED_SHIFT) & QUCO_QUEUE_RESERVED_MASK)
+        return QUCO_STATUS_QUEUE_RESERVED;
+    return QUCO_STATUS_OK;
+}
+
+_Static_assert(QUCO_QUEUE_LENGTH_WORD == 0u && QUCO_QUEUE_TYPE_WORD == 1u && QUCO_QUEUE_ELEM_SIZE_WORD == 1u &&
+               QUCO_QUEUE_RESERVED_WORD == 1u, "a queue record is its length, then one word of the rest");
 
 /* Copies the record from the mailbox into l while validating it, so every word is read
- * once; groups identical consecutive queues on the way. */
-uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detail)
+ * once, and gathers identical consecutive queues into groups on the way. */
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *groups, uint32_t *detail)
 {
-    groups_t *gr = &groups;
     const quco_launch_header_t *h = &l->h;
     uint32_t *dst = (uint32_t *)l;
     for (uint32_t i = 0; i < sizeof(quco_launch_header_t) / 4u; i += 4) { /* 2 steps, not 8 */
-        uint32_t a = src[i], b = src[i + 1], c = src[i + 2], d = src[i + 3];
-        dst[i] = a;
-        dst[i + 1] = b;
-        dst[i + 2] = c;
-        dst[i + 3] = d;
+        uint32_t w0 = src[i], w1 = src[i + 1], w2 = src[i + 2], w3 = src[i + 3];
+        dst[i] = w0;
+        dst[i + 1] = w1;
+        dst[i + 2] = w2;
+        dst[i + 3] = w3;
     }
-    float ci = h->compute_intensity;
     *detail = 0;
     if (h->magic != QUCO_LAUNCH_MAGIC)
         return QUCO_STATUS_RECORD_MAGIC;
@@ -38,22 +76,9 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detai
         *detail = h->flags;
         return QUCO_STATUS_BAD_FLAGS;
     }
-    uint32_t bad = 0xffffffffu;
-    if (!(ci >= 0.0f && ci <= QUCO_LAUNCH_COMPUTE_INTENSITY_HI)) /* false for NaN too */
-        bad = OFF(compute_intensity);
-    else if (h->ci_class > QUCO_LAUNCH_CI_CLASS_HI)
-        bad = OFF(ci_class);
-    else if (h->consumer_wavefronts < QUCO_LAUNCH_CONSUMER_WAVEFRONTS_LO ||
-             h->consumer_wavefronts > QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI)
-        bad = OFF(consumer_wavefronts);
-    else if (h->core_clock_mhz > QUCO_LAUNCH_CORE_CLOCK_MHZ_HI)
-        bad = OFF(core_clock_mhz);
-    else if (h->active_cus > GST->num_cus)
-        bad = OFF(active_cus);
-    else if (h->lds_bytes > GST->lds_bytes || h->lds_bytes % QUCO_LDS_ALIGN)
-        bad = OFF(lds_bytes);
-    if (bad != 0xffffffffu) {
-        *detail = bad;
+    uint32_t bad_field = bad_header_field(h);
+    if (bad_field != NO_BAD_FIELD) {
+        *detail = bad_field;
         return QUCO_STATUS_RECORD_FIELD;
     }
     uint32_t n = h->num_queues;
@@ -63,55 +88,66 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, uint32_t *detai
     }
     /* A queue identical to the one before joins its group without being checked again:
      * the first invalid queue is still the one reported. */
-    const volatile uint32_t *w = src + sizeof(quco_launch_header_t) / 4u;
-    uint32_t *q = dst + sizeof(quco_launch_header_t) / 4u;
-    uint32_t ng = 0, prev0 = 0, prev1 = 0, e_stream = 0, e_all = 0, n_stat = 0;
-    group_t *g = gr->g - 1;
-    for (uint32_t i = 0; i < n; i++, w += 2, q += 2) {
-        uint32_t w0 = w[0], w1 = w[1]; /* length; type | elem_size << 8 | reserved << 16 */
-        q[0] = w0;
-        q[1] = w1;
-        if (ng && w0 == prev0 && w1 == prev1) {
-            g->count++;
-            n_stat += g->stat;
+    const volatile uint32_t *in = src + sizeof(quco_launch_header_t) / 4u;
+    uint32_t *out = dst + sizeof(quco_launch_header_t) / 4u;
+    uint32_t n_groups = 0, prev_length = 0, prev_word1 = 0, n_stationary = 0;
+    uint32_t max_elem = 0, max_stream_elem = 0;
+    group_t *group = groups->g - 1;
+    for (uint32_t i = 0; i < n; i++, in += QUCO_QUEUE_WORDS, out += QUCO_QUEUE_WORDS) {
+        uint32_t length = in[0], word1 = in[1]; /* word1: type, element size, reserved */
+        out[0] = length;
+        out[1] = word1;
+        if (n_groups && length == prev_length && word1 == prev_word1) {
+            group->count++;
+            n_stationary += group->stationary;
             continue;
         }
-        uint32_t type = w1 & 0xffu, e = (w1 >> 8) & 0xffu, status = QUCO_STATUS_OK;
-        if (type > QUCO_QUEUE_STATIONARY)
-            status = QUCO_STATUS_QUEUE_TYPE;
-        else if (w0 == 0u)
-            status = QUCO_STATUS_QUEUE_LENGTH;
-        else if (e != 1u && e != 2u && e != 4u && e != 8u)
-            status = QUCO_STATUS_ELEM_SIZE;
+        uint32_t status = queue_status(length, word1);
         if (status != QUCO_STATUS_OK) {
             *detail = i;
             return status;
         }
-        g++;
-        ng++;
-        g->count = 1;
-        g->stat = (uint8_t)type;
-        g->e = (uint8_t)e;
-        g->es = (uint8_t)log2_elem(e);
-        n_stat += type;
-        e_all = e > e_all ? e : e_all;
-        if (type != QUCO_QUEUE_STATIONARY)
-            e_stream = e > e_stream ? e : e_stream;
-        prev0 = w0;
-        prev1 = w1;
+        uint32_t stationary = (word1 >> QUCO_QUEUE_TYPE_SHIFT) & QUCO_QUEUE_TYPE_MASK; /* the type is 0 or 1 */
+        uint32_t elem_size = (word1 >> QUCO_QUEUE_ELEM_SIZE_SHIFT) & QUCO_QUEUE_ELEM_SIZE_MASK;
+        group++;
+        n_groups++;
+        group->count = 1;
+        group->stationary = (uint8_t)stationary;
+        group->elem_size = (uint8_t)elem_size;
+        group->elem_log2 = (uint8_t)log2_elem(elem_size);
+        n_stationary += stationary;
+        max_elem = elem_size > max_elem ? elem_size : max_elem;
+        if (!stationary)
+            max_stream_elem = elem_size > max_stream_elem ? elem_size : max_stream_elem;
+        prev_length = length;
+        prev_word1 = word1;
     }
-    gr->ng = ng;
-    gr->n_stat = n_stat;
-    gr->n_stream = n - n_stat;
-    gr->e_tile = e_stream ? e_stream : e_all; /* largest streaming element, else largest */
+    groups->n_groups = n_groups;
+    groups->n_stationary = n_stationary;
+    /* the tile is chosen for the largest streaming element, or the largest of all when
+     * every queue is stationary */
+    groups->tile_elem_size = max_stream_elem ? max_stream_elem : max_elem;
     return QUCO_STATUS_OK;
 }
 
-/* Everything Algorithms 1-3 need beyond the groups and the GST, derived once per
- * launch. Tiles are powers of two, t = 1 << tk. */
+/* Everything Algorithms 1-3 need about one launch beyond the GST, derived once per
+ * launch and passed to every step. Tiles are powers of two, handled as their log2. */
 typedef struct {
-    uint32_t flags, cls, cu_shift, avail, meta, nominal, wfs, maxp;
-    float cpb, lat, inv_sched, overlap, cost_const;
+    const groups_t *groups;  /* the launch's queues, grouped by launch_check */
+    uint32_t flags;          /* QUCO_FLAG_* ablation switches */
+    uint32_t ci_class;       /* QUCO_CI_CLASS_LOW / MEDIUM / HIGH */
+    uint32_t cu_shift;       /* roundBasedOnCUs: slots halve this many times */
+    uint32_t avail;          /* LDS bytes for queue blocks (after the metadata) */
+    uint32_t meta;           /* LDS bytes of header and descriptors, aligned */
+    uint32_t nominal;        /* 1: at the GST's clock, the boot-time merit table applies */
+    uint32_t wfs;            /* consumer wavefronts */
+    float cpb;               /* core cycles per byte of one CU's DRAM share */
+    float lat;               /* latencyTotal: ATT + L2 + DRAM latency, core cycles */
+    float inv_sched;         /* 1 / bestLatency per element: 1 / (SIMDMulsPerCycle x Wfs) */
+    float overlap;           /* wavefronts whose work overlaps: min(Wfs - 1, pools) */
+    float cost_const;        /* the tile-independent part of the cost function */
+    uint32_t need_bytes;     /* what the last fits() counted: LDS bytes of the queue blocks */
+    uint32_t need_slots;     /* ... and slots (each takes BARRIERS_PER_SLOT barriers) */
 } planner_t;
 
 static uint32_t log2_u(uint32_t v)
@@ -130,15 +166,15 @@ static uint32_t floor_pow2(uint32_t v)
     return v;
 }
 
-/* GST-derived values, computed once at boot (gst_derive); tiles are handled as their
- * log2, t = 1 << k, so the planner only shifts */
-static float inv_cl;
-static uint32_t min_k, max_k;
+/* GST-derived values, computed once at boot (gst_derive) for every launch */
+static float inv_cache_line;                 /* 1 / cache_line_bytes, exact (a power of two) */
+static uint32_t min_tile_log2, max_tile_log2;
+static uint32_t max_pow2_slots;              /* the largest power of two within max_slots */
 
 /* At the GST's nominal clock the merit scan depends only on Wfs (1..64) and the tile's
  * element size, so boot tabulates it; launches at another (DVFS) clock scan live. */
-#define W_CLASSES QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI
-static uint8_t scan_tab[W_CLASSES][4]; /* [Wfs - 1][log2 e] -> log2 tile */
+#define WFS_CLASSES QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI
+static uint8_t merit_table[WFS_CLASSES][4]; /* [Wfs - 1][log2 elem_size] -> log2 tile */
 
 /* The per-launch rates Algorithm 2 needs at a clock and for Wfs consumer wavefronts:
  * cycles per byte of one CU's DRAM share, latencyTotal, and bestLatency = T /
@@ -153,29 +189,30 @@ static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
     p->cpb = cpb;
     p->lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles * clock / g->core_clock_mhz);
     p->wfs = wfs;
-    p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs);
+    p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs); /* one rounding: the product is exact */
     p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
-    p->cost_const = QUCO_COST_A * cpb + QUCO_COST_B * inv_cl;
+    p->cost_const = QUCO_COST_A * cpb + QUCO_COST_B * inv_cache_line;
 }
 
-static uint32_t merit_scan(const planner_t *p, uint32_t e);
+static uint32_t merit_scan(const planner_t *p, uint32_t elem_size);
 
 void gst_derive(void)
 {
     const quco_gst_t *g = GST;
-    inv_cl = 1.0f / (float)g->cache_line_bytes;
-    min_k = log2_u(g->min_tile_elems);
-    max_k = log2_u(g->max_tile_elems);
+    inv_cache_line = 1.0f / (float)g->cache_line_bytes;
+    min_tile_log2 = log2_u(g->min_tile_elems);
+    max_tile_log2 = log2_u(g->max_tile_elems);
+    max_pow2_slots = floor_pow2(g->max_slots);
     planner_t p;
-    for (uint32_t w = 1; w <= W_CLASSES; w++) {
-        set_rates(&p, g->core_clock_mhz, w);
-        for (uint32_t es = 0; es < 4u; es++)
-            scan_tab[w - 1][es] = (uint8_t)merit_scan(&p, 1u << es);
+    for (uint32_t wfs = 1; wfs <= WFS_CLASSES; wfs++) {
+        set_rates(&p, g->core_clock_mhz, wfs);
+        for (uint32_t elem_log2 = 0; elem_log2 < 4u; elem_log2++)
+            merit_table[wfs - 1][elem_log2] = (uint8_t)merit_scan(&p, 1u << elem_log2);
     }
 }
 
-/* procTime from bs = t / bestLatency: the wavefronts beyond the first overlap; below one
- * scheduling round (bs < 1) nothing overlaps, so no negative time */
+/* procTime from bs = tile / bestLatency: the wavefronts beyond the first overlap; below
+ * one scheduling round (bs < 1) nothing overlaps, so no negative time */
 static float sched_time(const planner_t *p, float bs)
 {
     float extra = bs - 1.0f;
@@ -184,20 +221,24 @@ static float sched_time(const planner_t *p, float bs)
     return bs + extra * p->overlap;
 }
 
-static float proc_time(const planner_t *p, uint32_t t) { return sched_time(p, (float)t * p->inv_sched); }
-
-/* memTime cycles per tile element for element size e */
-static float slope(const planner_t *p, uint32_t e)
+static float proc_time(const planner_t *p, uint32_t tile)
 {
-    return (float)e * p->cpb + (float)(2u * e) * inv_cl;
+    return sched_time(p, (float)tile * p->inv_sched);
 }
 
-static float mem_time(const planner_t *p, uint32_t t, uint32_t e)
+/* memTime cycles per tile element of elem_size bytes: the DRAM share plus twice the
+ * bytes in cache lines */
+static float slope(const planner_t *p, uint32_t elem_size)
 {
-    return p->lat + (float)t * slope(p, e);
+    return (float)elem_size * p->cpb + (float)(2u * elem_size) * inv_cache_line;
 }
 
-/* 2^-k as a float, exactly (k < 127) */
+static float mem_time(const planner_t *p, uint32_t tile, uint32_t elem_size)
+{
+    return p->lat + (float)tile * slope(p, elem_size);
+}
+
+/* 2^-k as a float, exactly (k < 127): the exponent field written directly */
 static float inv_pow2(uint32_t k)
 {
     union { uint32_t u; float f; } v = {(127u - k) << 23};
@@ -205,62 +246,64 @@ static float inv_pow2(uint32_t k)
 }
 
 /* Does the configuration fit the LDS and the barrier budget? Streaming groups at
- * slots[i] (or `all` slots when slots is NULL), stationary groups at one slot.
- * Leaves the bytes and the slots it counted in need_bytes and need_slots. */
-static uint32_t need_bytes, need_slots;
-static int fits(const planner_t *p, uint32_t tk, const uint8_t *slots, uint32_t all)
+ * slots[i] (or `all` slots when slots is NULL), stationary groups at one slot. Leaves
+ * the bytes and the slots it counted in p->need_bytes and p->need_slots. */
+static int fits(planner_t *p, uint32_t tile_log2, const uint8_t *slots, uint32_t all)
 {
-    uint32_t bytes = 0, nslots = 0;
-    for (uint32_t i = 0; i < groups.ng; i++) {
-        const group_t *g = &groups.g[i];
-        uint32_t s = g->stat ? 1u : (slots ? slots[i] : all);
-        bytes += g->count * align_up(s << (tk + g->es));
-        nslots += g->count * s;
+    const groups_t *gr = p->groups;
+    uint32_t bytes = 0, n_slots = 0;
+    for (uint32_t i = 0; i < gr->n_groups; i++) {
+        const group_t *g = &gr->g[i];
+        uint32_t s = g->stationary ? 1u : (slots ? slots[i] : all);
+        bytes += g->count * align_up(s << (tile_log2 + g->elem_log2)); /* s x tile x elem_size */
+        n_slots += g->count * s;
     }
-    need_bytes = bytes;
-    need_slots = nslots;
-    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * nslots <= GST->barrier_limit;
+    p->need_bytes = bytes;
+    p->need_slots = n_slots;
+    return bytes <= p->avail && QUCO_BARRIERS_PER_SLOT * n_slots <= GST->barrier_limit;
 }
 
 /* Algorithms 1 and 2: the weighted merit over the tile range; returns log2 of the best. */
-static uint32_t merit_scan(const planner_t *p, uint32_t e)
+static uint32_t merit_scan(const planner_t *p, uint32_t elem_size)
 {
     /* weighted = (procTime x cost) / memTime, kept as a fraction: cross-multiplying
      * replaces a 19-cycle FDIV per tile (host/reference.py does the same) */
-    /* t doubles each step, so t/sched, t*slope and lat/t double or halve exactly: the
-     * terms are updated by one addition or multiplication by 0.5 each, bit for bit the
-     * values the model computes afresh */
+    /* the tile doubles each step, so tile/sched, tile*slope and lat/tile double or halve
+     * exactly: the terms are updated by one addition or multiplication by 0.5 each, bit
+     * for bit the values the model computes afresh */
     float best_num = -1.0f, best_den = 1.0f;
-    uint32_t best_k = min_k;
-    float bs = (float)(1u << min_k) * p->inv_sched;
-    float tm = (float)(1u << min_k) * slope(p, e);
-    float lat_t = p->lat * inv_pow2(min_k);
-    for (uint32_t k = min_k; k <= max_k; k++, bs += bs, tm += tm, lat_t *= 0.5f) {
-        float num = sched_time(p, bs) * (lat_t + p->cost_const), den = p->lat + tm;
+    uint32_t best_log2 = min_tile_log2;
+    float bs = (float)(1u << min_tile_log2) * p->inv_sched;
+    float tile_mem = (float)(1u << min_tile_log2) * slope(p, elem_size);
+    float lat_per_elem = p->lat * inv_pow2(min_tile_log2);
+    for (uint32_t k = min_tile_log2; k <= max_tile_log2;
+         k++, bs += bs, tile_mem += tile_mem, lat_per_elem *= 0.5f) {
+        float num = sched_time(p, bs) * (lat_per_elem + p->cost_const), den = p->lat + tile_mem;
         if (num * best_den > best_num * den) {
             best_num = num;
             best_den = den;
-            best_k = k;
+            best_log2 = k;
         }
     }
-    return best_k;
+    return best_log2;
 }
 
 /* Algorithm 1 in full: merit scan, CI scaling, LDS bound (room to double-buffer every
  * streaming queue). Returns log2 of the tile. */
-static uint32_t choose_tile(const planner_t *p)
+static uint32_t choose_tile(planner_t *p)
 {
-    uint32_t k = p->nominal ? scan_tab[p->wfs - 1u][log2_elem(groups.e_tile)] : merit_scan(p, groups.e_tile);
+    uint32_t elem_size = p->groups->tile_elem_size;
+    uint32_t k = p->nominal ? merit_table[p->wfs - 1u][log2_elem(elem_size)] : merit_scan(p, elem_size);
     if (!(p->flags & QUCO_FLAG_NO_CI_SCALING)) {
-        if (p->cls == QUCO_CI_CLASS_LOW && k < max_k)
+        if (p->ci_class == QUCO_CI_CLASS_LOW && k < max_tile_log2)
             k++;
-        else if (p->cls == QUCO_CI_CLASS_HIGH && k > min_k)
+        else if (p->ci_class == QUCO_CI_CLASS_HIGH && k > min_tile_log2)
             k--;
     }
     uint32_t bound = min_u(QUCO_TILE_BOUND_SLOTS, GST->max_slots);
-    while (k > min_k) {
+    while (k > min_tile_log2) {
         fits(p, k, 0, bound);
-        if (need_bytes <= p->avail)
+        if (p->need_bytes <= p->avail)
             break;
         k--;
     }
@@ -268,76 +311,104 @@ static uint32_t choose_tile(const planner_t *p)
 }
 
 /* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots */
-static uint32_t round_pow2(const planner_t *p, float r)
+static uint32_t round_pow2(float r)
 {
     float max = (float)GST->max_slots;
     if (!(r >= 1.0f))
         return 1u;
     uint32_t q = floor_pow2((uint32_t)(r < max ? r : max));
-    if (q < p->maxp && r >= 1.5f * (float)q)
+    if (q < max_pow2_slots && r >= 1.5f * (float)q)
         q <<= 1;
     return q;
 }
 
 /* roundBasedOnCUs: one halving per doubling of the active CUs beyond CU_SLOT_REF */
-static uint32_t cu_step(const planner_t *p, uint32_t n)
+static uint32_t cu_step(const planner_t *p, uint32_t slots)
 {
-    n >>= p->cu_shift;
-    return n ? n : 1u;
+    slots >>= p->cu_shift;
+    return slots ? slots : 1u;
 }
 
 /* Algorithm 3, streaming queues: Little's law (memTime / procTime), power of two, CU
  * step; when that does not fit, the CI fallback halved until it fits. Returns whether it
  * fits: it always does unless one slot per queue of the smallest tile does not (the tile
  * bound leaves room for one slot of this tile, or the tile is the smallest). */
-static int streaming_slots(const planner_t *p, uint32_t tk, uint8_t *slots)
+static int streaming_slots(planner_t *p, uint32_t tile_log2, uint8_t *slots)
 {
-    uint32_t t = 1u << tk;
-    float inv_proc = 1.0f / proc_time(p, t);
-    for (uint32_t i = 0; i < groups.ng; i++) {
-        const group_t *g = &groups.g[i];
-        float ratio = (p->flags & QUCO_FLAG_NO_LITTLE) ? (float)GST->max_slots : mem_time(p, t, g->e) * inv_proc;
-        slots[i] = (uint8_t)cu_step(p, round_pow2(p, ratio)); /* stationary entries are ignored */
+    const groups_t *gr = p->groups;
+    uint32_t tile = 1u << tile_log2;
+    float inv_proc = 1.0f / proc_time(p, tile);
+    for (uint32_t i = 0; i < gr->n_groups; i++) {
+        float little = (p->flags & QUCO_FLAG_NO_LITTLE) ? (float)GST->max_slots
+                                                        : mem_time(p, tile, gr->g[i].elem_size) * inv_proc;
+        slots[i] = (uint8_t)cu_step(p, round_pow2(little)); /* stationary entries are ignored */
     }
-    if (fits(p, tk, slots, 0))
+    if (fits(p, tile_log2, slots, 0))
         return 1;
-    /* the fallback values are powers of two: rounding them only caps them at maxp */
-    int low = p->cls == QUCO_CI_CLASS_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
-    uint32_t n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, p->maxp);
+    /* the fallback values are powers of two: rounding them only caps them at max_pow2_slots */
+    int low = p->ci_class == QUCO_CI_CLASS_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
+    uint32_t n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, max_pow2_slots);
     int ok;
-    while (!(ok = fits(p, tk, 0, n)) && n > 1u)
+    while (!(ok = fits(p, tile_log2, 0, n)) && n > 1u)
         n >>= 1;
-    for (uint32_t i = 0; i < groups.ng; i++)
+    for (uint32_t i = 0; i < gr->n_groups; i++)
         slots[i] = (uint8_t)n;
     return ok;
 }
 
-uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
+/* Stationary queues share what the streaming queues left (p->need_* of the last fits),
+ * evenly: each already has one slot; Algorithm 3 rounds and CU-steps their count like the
+ * streaming ones'. */
+static void stationary_slots(const planner_t *p, uint32_t tile_log2, uint8_t *slots)
+{
+    const groups_t *gr = p->groups;
+    uint32_t spare = p->avail - p->need_bytes;
+    uint32_t spare_barriers = GST->barrier_limit - QUCO_BARRIERS_PER_SLOT * p->need_slots;
+    if (gr->n_stationary > 1u) { /* skip two 35-cycle divisions in the common case */
+        spare /= gr->n_stationary;
+        spare_barriers /= gr->n_stationary;
+    }
+    uint32_t room_barriers = spare_barriers / QUCO_BARRIERS_PER_SLOT;
+    for (uint32_t i = 0; i < gr->n_groups; i++) {
+        const group_t *q = &gr->g[i];
+        if (!q->stationary)
+            continue;
+        /* align_up(tile x elem_size) = 2^block_log2: a shift instead of a division */
+        uint32_t block_log2 = tile_log2 + q->elem_log2;
+        if (block_log2 < QUCO_LDS_ALIGN_LOG2)
+            block_log2 = QUCO_LDS_ALIGN_LOG2;
+        uint32_t room = 1u + min_u(spare >> block_log2, room_barriers);
+        uint32_t s = cu_step(p, round_pow2((float)min_u(room, GST->max_slots)));
+        while (s > room)
+            s >>= 1;
+        slots[i] = (uint8_t)s;
+    }
+}
+
+uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t *detail)
 {
     const quco_gst_t *g = GST;
     const quco_launch_header_t *h = &l->h;
-    const groups_t *gr = &groups;
     planner_t p;
-    uint8_t *gslots = out->slots;
+    p.groups = groups;
     p.flags = h->flags;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
     uint32_t cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
-    p.maxp = floor_pow2(g->max_slots);
     p.cu_shift = (p.flags & QUCO_FLAG_NO_CU_AWARE) ? 0u : log2_u(cus / QUCO_CU_SLOT_REF);
     /* the CI class: given by the host, else from the number */
     float ci = h->compute_intensity;
-    uint32_t cls = h->ci_class;
-    if (cls == QUCO_CI_CLASS_NUMBER)
-        cls = ci < QUCO_CI_LOW ? QUCO_CI_CLASS_LOW : ci > QUCO_CI_HIGH ? QUCO_CI_CLASS_HIGH : QUCO_CI_CLASS_MEDIUM;
-    p.cls = cls;
+    uint32_t ci_class = h->ci_class;
+    if (ci_class == QUCO_CI_CLASS_NUMBER)
+        ci_class = ci < QUCO_CI_LOW ? QUCO_CI_CLASS_LOW : ci > QUCO_CI_HIGH ? QUCO_CI_CLASS_HIGH : QUCO_CI_CLASS_MEDIUM;
+    p.ci_class = ci_class;
     p.nominal = clock == g->core_clock_mhz;
     set_rates(&p, clock, h->consumer_wavefronts);
 
-    uint32_t tk = choose_tile(&p);
-    if (!streaming_slots(&p, tk, gslots)) {
+    uint32_t tile_log2 = choose_tile(&p);
+    if (!streaming_slots(&p, tile_log2, out->slots)) {
         /* nothing fits: not even one slot of the smallest tile per queue (the model checks
          * this first; the answer is the same, the common path is shorter) */
         uint32_t barriers = QUCO_BARRIERS_PER_SLOT * h->num_queues;
@@ -345,37 +416,17 @@ uint32_t plan(const launch_t *l, config_t *out, uint32_t *detail)
             *detail = barriers;
             return QUCO_STATUS_BARRIER_LIMIT;
         }
-        fits(&p, min_k, 0, 1u);
-        *detail = p.meta + need_bytes;
+        fits(&p, min_tile_log2, 0, 1u);
+        *detail = p.meta + p.need_bytes;
         return QUCO_STATUS_LDS_NO_FIT;
     }
     /* the last fits() counted the final streaming slots */
-    /* stationary queues share what the streaming queues left, evenly: each already has
-     * one slot; Algorithm 3 rounds and CU-steps their count like the streaming ones' */
-    if (gr->n_stat) {
-        uint32_t spare = p.avail - need_bytes;
-        uint32_t spare_barriers = g->barrier_limit - QUCO_BARRIERS_PER_SLOT * need_slots;
-        if (gr->n_stat > 1u) { /* skip two 35-cycle divisions in the common case */
-            spare /= gr->n_stat;
-            spare_barriers /= gr->n_stat;
-        }
-        uint32_t room_barriers = spare_barriers / QUCO_BARRIERS_PER_SLOT;
-        for (uint32_t i = 0; i < gr->ng; i++) {
-            const group_t *q = &gr->g[i];
-            if (!q->stat)
-                continue;
-            uint32_t block_k = tk + q->es > 7u ? tk + q->es : 7u; /* align_up(t*e) = 2^block_k */
-            uint32_t room = 1u + min_u(spare >> block_k, room_barriers);
-            uint32_t s = cu_step(&p, round_pow2(&p, (float)min_u(room, g->max_slots)));
-            while (s > room)
-                s >>= 1;
-            gslots[i] = (uint8_t)s;
-        }
-    }
-    for (uint32_t i = 0; i < gr->ng; i++)
-        out->count[i] = gr->g[i].count;
-    out->ng = gr->ng;
-    out->tile = 1u << tk;
+    if (groups->n_stationary)
+        stationary_slots(&p, tile_log2, out->slots);
+    for (uint32_t i = 0; i < groups->n_groups; i++)
+        out->count[i] = groups->g[i].count;
+    out->n_groups = groups->n_groups;
+    out->tile = 1u << tile_log2;
     *detail = 0;
     return QUCO_STATUS_OK;
 }

@@ -3,41 +3,57 @@
  * complete configuration. Only called after planning succeeded: failures touch nothing. */
 #include "quco.h"
 
-#define QD_WORDS (sizeof(quco_queue_desc_t) / 4u)
-#define AD_WORDS (sizeof(quco_att_desc_t) / 4u)
+/* The descriptors are written a word at a time; these fields share a word (quco_abi.h
+ * gives each field's word and shift, generated from gst/abi.py). */
+_Static_assert(QUCO_QUEUE_DESC_SLOTS_WORD == QUCO_QUEUE_DESC_TYPE_WORD &&
+               QUCO_QUEUE_DESC_SLOTS_WORD == QUCO_QUEUE_DESC_ELEM_SIZE_WORD, "slots, type, elem_size: one word");
+_Static_assert(QUCO_QUEUE_DESC_BARRIER_BASE_WORD == QUCO_QUEUE_DESC_BARRIER_COUNT_WORD, "barriers: one word");
+_Static_assert(QUCO_ATT_DESC_RING_SLOTS_WORD == QUCO_ATT_DESC_ELEM_SIZE_WORD, "ring_slots, elem_size: one word");
+_Static_assert(QUCO_ATT_DESC_FULL_BARRIER_WORD == QUCO_ATT_DESC_QUEUE_INDEX_WORD, "barrier, queue: one word");
 
 void layout_write(const launch_t *l, const config_t *c, uint32_t generation)
 {
-    uint32_t n = l->h.num_queues, t = c->tile, meta = meta_bytes(n);
-    volatile uint32_t *d = LDS_WORDS + sizeof(quco_lds_header_t) / 4u; /* queue descriptors */
-    volatile uint32_t *a = d + n * QD_WORDS;                            /* ATT descriptors */
+    uint32_t n = l->h.num_queues, tile = c->tile, meta = meta_bytes(n);
+    volatile uint32_t *desc = LDS_WORDS + sizeof(quco_lds_header_t) / 4u; /* queue descriptors */
+    volatile uint32_t *att = desc + n * QUCO_QUEUE_DESC_WORDS;             /* ATT descriptors */
     const quco_queue_t *q = l->q;
     uint32_t offset = meta, barrier = 0, index = 0;
-    for (uint32_t r = 0; r < c->ng; r++) { /* a run of identical queues: same words */
-        uint32_t s = c->slots[r], e = q->elem_size, slot_bytes = t * e, length = q->length;
-        uint32_t d2 = s | (uint32_t)q->type << 16 | e << 24, a3 = s | e << 16;
-        uint32_t block = align_up(s * slot_bytes), count = QUCO_BARRIERS_PER_SLOT * s;
-        uint32_t d3 = barrier | count << 16, a5 = barrier | index << 16;
-        uint32_t d3_step = count, a5_step = count + (1u << 16);
-        uint32_t k = c->count[r];
+    for (uint32_t r = 0; r < c->n_groups; r++) { /* a run of identical queues: same words */
+        uint32_t slots = c->slots[r], elem_size = q->elem_size, slot_bytes = tile * elem_size;
+        uint32_t length = q->length, block = align_up(slots * slot_bytes);
+        uint32_t barriers = QUCO_BARRIERS_PER_SLOT * slots;
+        uint32_t desc_slots_type_elem = slots << QUCO_QUEUE_DESC_SLOTS_SHIFT |
+                                        (uint32_t)q->type << QUCO_QUEUE_DESC_TYPE_SHIFT |
+                                        elem_size << QUCO_QUEUE_DESC_ELEM_SIZE_SHIFT;
+        uint32_t att_slots_elem = slots << QUCO_ATT_DESC_RING_SLOTS_SHIFT | elem_size << QUCO_ATT_DESC_ELEM_SIZE_SHIFT;
+        /* the two barrier words step by a constant from one queue of the run to the next:
+         * the base by `barriers`, the ATT's queue index by one */
+        uint32_t desc_barriers = barrier << QUCO_QUEUE_DESC_BARRIER_BASE_SHIFT |
+                                 barriers << QUCO_QUEUE_DESC_BARRIER_COUNT_SHIFT;
+        uint32_t att_barrier_queue = barrier << QUCO_ATT_DESC_FULL_BARRIER_SHIFT |
+                                     index << QUCO_ATT_DESC_QUEUE_INDEX_SHIFT;
+        uint32_t desc_barriers_step = barriers << QUCO_QUEUE_DESC_BARRIER_BASE_SHIFT;
+        uint32_t att_barrier_queue_step = barriers << QUCO_ATT_DESC_FULL_BARRIER_SHIFT |
+                                          1u << QUCO_ATT_DESC_QUEUE_INDEX_SHIFT;
+        uint32_t left = c->count[r];
         do { /* count >= 1: one branch per queue */
-            d[0] = offset;
-            d[1] = slot_bytes;
-            d[2] = d2;
-            d[3] = d3;
-            a[0] = offset;
-            a[1] = t;
-            a[2] = slot_bytes;
-            a[3] = a3;
-            a[4] = length;
-            a[5] = a5;
+            desc[QUCO_QUEUE_DESC_OFFSET_WORD] = offset;
+            desc[QUCO_QUEUE_DESC_SLOT_BYTES_WORD] = slot_bytes;
+            desc[QUCO_QUEUE_DESC_SLOTS_WORD] = desc_slots_type_elem;
+            desc[QUCO_QUEUE_DESC_BARRIER_BASE_WORD] = desc_barriers;
+            att[QUCO_ATT_DESC_LDS_ADDR_WORD] = offset;
+            att[QUCO_ATT_DESC_BOX_ELEMS_WORD] = tile;
+            att[QUCO_ATT_DESC_SLOT_STRIDE_WORD] = slot_bytes;
+            att[QUCO_ATT_DESC_RING_SLOTS_WORD] = att_slots_elem;
+            att[QUCO_ATT_DESC_GLOBAL_LENGTH_WORD] = length;
+            att[QUCO_ATT_DESC_FULL_BARRIER_WORD] = att_barrier_queue;
             offset += block;
-            d3 += d3_step;
-            a5 += a5_step;
-            d += QD_WORDS;
-            a += AD_WORDS;
-        } while (--k);
-        barrier = d3 & 0xffffu;
+            desc_barriers += desc_barriers_step;
+            att_barrier_queue += att_barrier_queue_step;
+            desc += QUCO_QUEUE_DESC_WORDS;
+            att += QUCO_ATT_DESC_WORDS;
+        } while (--left);
+        barrier = (desc_barriers >> QUCO_QUEUE_DESC_BARRIER_BASE_SHIFT) & QUCO_QUEUE_DESC_BARRIER_BASE_MASK;
         index += c->count[r];
         q += c->count[r];
     }
@@ -45,10 +61,10 @@ void layout_write(const launch_t *l, const config_t *c, uint32_t generation)
     volatile quco_lds_header_t *hd = (volatile quco_lds_header_t *)QUCO_LDS_BASE;
     hd->magic = QUCO_LDS_MAGIC;
     hd->num_queues = n;
-    hd->tile_elems = t;
+    hd->tile_elems = tile;
     hd->meta_bytes = meta;
     hd->used_bytes = offset;
     hd->barriers_used = barrier;
     hd->compute_intensity = l->h.compute_intensity;
-    hd->generation = generation;
+    hd->generation = generation; /* last: the configuration is complete */
 }

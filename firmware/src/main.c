@@ -7,41 +7,47 @@ static const entry_t *in_lds; /* cache entry whose configuration the LDS holds, 
 
 /* Validates and plans the mailbox record into the cache's scratch entry; on success the
  * entry holds the record and its configuration (and, with use_cache, becomes live). */
-static uint32_t cold_launch(entry_t *en, uint32_t *detail, uint32_t use_cache)
+static uint32_t cold_launch(entry_t *entry, uint32_t *detail, uint32_t use_cache)
 {
-    if (in_lds == en)
+    if (in_lds == entry)
         in_lds = 0; /* the scratch entry is being reused */
-    uint32_t status = launch_check(RECORD_IN, &en->rec, detail);
+    groups_t groups; /* the record's queues, grouped: launch_check fills them, plan reads them */
+    uint32_t status = launch_check(RECORD_IN, &entry->rec, &groups, detail);
     if (status == QUCO_STATUS_OK)
-        status = plan(&en->rec, &en->config, detail);
+        status = plan(&entry->rec, &groups, &entry->config, detail);
     if (status == QUCO_STATUS_OK && use_cache)
         cache_commit();
     return status;
 }
 
+/* One launch: a cached configuration or a cold one; the LDS, then the mailbox, status last. */
 static void serve_launch(void)
 {
     volatile quco_mailbox_t *mb = MAILBOX;
-    uint32_t status = boot_status, detail = boot_detail, hit = 0;
-    if (status == QUCO_STATUS_OK) {
+    uint32_t status, detail = 0, hit = 0;
+    if (boot_status != QUCO_STATUS_OK) { /* a refused GST answers every launch */
+        status = boot_status;
+        detail = boot_detail;
+    } else {
         uint32_t flags = RECORD_IN[__builtin_offsetof(quco_launch_header_t, flags) / 4u];
         uint32_t n = RECORD_IN[__builtin_offsetof(quco_launch_header_t, num_queues) / 4u];
         uint32_t use_cache = !(flags & QUCO_FLAG_NO_CACHE);
-        entry_t *en = (use_cache && n - 1u < QUCO_MAX_QUEUES) ? cache_find(n) : 0;
-        if (en) {
+        /* n - 1u < MAX_QUEUES: 1..MAX_QUEUES in one comparison (0 wraps around) */
+        entry_t *entry = (use_cache && n - 1u < QUCO_MAX_QUEUES) ? cache_find(n) : 0;
+        if (entry) {
             hit = 1;
-            detail = 0;
+            status = QUCO_STATUS_OK;
         } else {
-            en = cache_scratch();
-            status = cold_launch(en, &detail, use_cache);
+            entry = cache_scratch();
+            status = cold_launch(entry, &detail, use_cache);
         }
         if (status == QUCO_STATUS_OK) {
             ++generation;
-            if (en == in_lds) { /* the LDS already holds it: only the generation changes */
+            if (entry == in_lds) { /* the LDS already holds it: only the generation changes */
                 ((volatile quco_lds_header_t *)QUCO_LDS_BASE)->generation = generation;
             } else { /* one call site: inlined, so it borrows main's saved registers */
-                layout_write(&en->rec, &en->config, generation);
-                in_lds = en;
+                layout_write(&entry->rec, &entry->config, generation);
+                in_lds = entry;
             }
         }
     }
@@ -63,7 +69,7 @@ int main(void)
     for (;;) {
         __asm__ volatile("wfi");
         if (mb->doorbell) {
-            mb->doorbell = 0;
+            mb->doorbell = 0; /* the acknowledgement: the launch is taken */
             serve_launch();
         }
     }

@@ -1,0 +1,171 @@
+"""The launch protocol held against misbehaving firmware (issue #13 item 10).
+
+Each firmware here is a few lines of GNU as that answers every launch with fixed mailbox
+and LDS words. The words start from the reference model's answer for the 9-queue
+Matrix-Matrix kernel on the R9 Nano, so the unchanged firmware is a correct one (the
+control: the host believes it and decodes the model's configuration); each case changes
+one word into something the ABI does not allow, and the host must report a misbehaving
+firmware (FirmwareMisbehaved, exit code 6 from the CLI) instead of believing it.
+"""
+import pytest
+
+from conftest import MM_KERNEL
+from quco.emulator.faults import FirmwareMisbehaved
+from quco.gst import abi, tables
+from quco.gst.abi import Status
+from quco.host import cli, reference
+from quco.host.device import Device
+from quco.host.kernel import load_kernel
+
+GST = tables.load("r9-nano")
+G = tables.unpack(GST)
+RECORD = load_kernel(MM_KERNEL).record()
+MODEL = reference.configure(GST, RECORD, generation=1)
+MB, LDS = abi.MAILBOX.base, abi.LDS.base
+
+
+def mailbox_word(name):
+    return MB + abi.MAILBOX_LAYOUT.offset(name)
+
+
+def lds_word(name):
+    return LDS + abi.LDS_HEADER.offset(name)
+
+
+def queue_word(i, name):
+    return LDS + abi.LDS_HEADER.size + i * abi.QUEUE_DESC.size + abi.QUEUE_DESC.offset(name)
+
+
+def correct_answer() -> dict:
+    """address -> 32-bit word: the model's configuration, then the mailbox (status last)."""
+    words = {LDS + i: int.from_bytes(MODEL.lds[i:i + 4], "little") for i in range(0, len(MODEL.lds), 4)}
+    words.update({mailbox_word("detail"): 0, mailbox_word("cache_hit"): 0, mailbox_word("generation"): 1,
+                  mailbox_word("status"): 0})
+    return words
+
+
+def set_halfword(words, address, value):
+    """Change the 16-bit field at address inside its word."""
+    base, shift = address & ~3, 8 * (address & 3)
+    words[base] = (words[base] & ~(0xFFFF << shift)) | (value << shift)
+
+
+def firmware_source(answer: dict | None, ack: bool = True, boot_status: int | None = None) -> str:
+    """A firmware that sleeps, and on each doorbell (optionally) clears it and stores `answer`."""
+    lines = [".globl _start", "_start:", f"li s0, 0x{MB:x}"]
+    if boot_status is not None:
+        lines += [f"li t1, {boot_status}", f"sw t1, {abi.MAILBOX_LAYOUT.offset('boot_status')}(s0)"]
+    lines += ["loop:", "wfi", "lw t0, 0(s0)", "beqz t0, loop"]
+    if ack:
+        lines.append("sw zero, 0(s0)")
+    for address, value in (answer or {}).items():
+        lines += [f"li t1, 0x{value & 0xFFFFFFFF:x}", f"li t2, 0x{address:x}", "sw t1, 0(t2)"]
+    lines.append("j loop")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def firmware(gnu_as):
+    return lambda answer, **kw: gnu_as(firmware_source(answer, **kw))
+
+
+def test_a_correct_fake_firmware_is_believed(firmware):
+    # the control: the same build path, answering exactly what the model answers
+    res = Device(GST, firmware(correct_answer())).launch(RECORD)
+    assert res.ok and res.generation == 1 and res.lds == MODEL.lds
+    assert (res.tile, [q.slots for q in res.queues]) == (MODEL.tile, MODEL.slots)
+
+
+def _changed(**changes):
+    def make():
+        words = correct_answer()
+        for address, value in changes.items():
+            words[int(address)] = value
+        return words
+    return make
+
+
+def _queue_changed(i, name, value):
+    def make():
+        words = correct_answer()
+        set_halfword(words, queue_word(i, name), value) if abi.QUEUE_DESC.field(name).size == 2 \
+            else words.__setitem__(queue_word(i, name), value)
+        return words
+    return make
+
+
+LIMIT_LDS = G["lds_bytes"]
+MISBEHAVIOURS = {
+    # name: (firmware answer, words the report must contain)
+    "no-acknowledgement (wfi only)": (None, "doorbell was not acknowledged"),
+    "status 99": (_changed(**{str(mailbox_word("status")): 99}), "mailbox status 99 is not one the ABI allows"),
+    "a boot status after a good boot": (_changed(**{str(mailbox_word("status")): int(Status.GST_CHECKSUM)}),
+                                        "mailbox status 3 is not one the ABI allows"),
+    "cache_hit 2": (_changed(**{str(mailbox_word("cache_hit")): 2}), "cache_hit 2"),
+    "generation not stepped": (_changed(**{str(mailbox_word("generation")): 0, str(lds_word("generation")): 0}),
+                               "generation 0 after 0 with status OK (expected 1)"),
+    "generation stepped twice": (_changed(**{str(mailbox_word("generation")): 2, str(lds_word("generation")): 2}),
+                                 "generation 2 after 0 with status OK (expected 1)"),
+    "a refusal that steps the generation": (
+        _changed(**{str(mailbox_word("status")): int(Status.RECORD_FIELD)}),
+        "generation 1 after 0 with status RECORD_FIELD (expected 0)"),
+    "no LDS magic": (_changed(**{str(lds_word("magic")): 0}), "magic 0x00000000, not QCFG"),
+    "LDS generation stale": (_changed(**{str(lds_word("generation")): 0}), "generation 0, not the mailbox's 1"),
+    "1,000 queues": (_changed(**{str(lds_word("num_queues")): 1000}), "num_queues 1000; the launch record has 9"),
+    "0x7fffffff queues": (_changed(**{str(lds_word("num_queues")): 0x7FFFFFFF}),
+                          f"num_queues {0x7FFFFFFF}; the launch record has 9 (the ABI allows 1..16)"),
+    "fewer queues than the record": (_changed(**{str(lds_word("num_queues")): 8}), "num_queues 8; the launch record has 9"),
+    "meta_bytes wrong": (_changed(**{str(lds_word("meta_bytes")): 384}), "meta_bytes 384; 9 queues take 512"),
+    "used_bytes past the LDS": (_changed(**{str(lds_word("used_bytes")): LIMIT_LDS + 128}),
+                                f"used_bytes {LIMIT_LDS + 128} outside 512..{LIMIT_LDS}"),
+    "tile not a power of two": (_changed(**{str(lds_word("tile_elems")): 500}), "tile_elems 500, not a power of two"),
+    "barriers past the GST's limit": (_changed(**{str(lds_word("barriers_used")): G["barrier_limit"] + 1}),
+                                      f"barriers_used {G['barrier_limit'] + 1} above"),
+    "queue block past used_bytes": (_changed(**{str(queue_word(8, "offset")): 1 << 20}),
+                                    "queue 8: block 1048576.."),
+    "queue block inside the metadata": (_changed(**{str(queue_word(0, "offset")): 0}), "queue 0: block 0..2048 outside the queue area 512..18944"),
+    "zero slots": (_queue_changed(3, "slots", 0), f"queue 3: slots 0 outside 1..{G['max_slots']}"),
+    "slots past max_slots": (_queue_changed(3, "slots", G["max_slots"] + 1),
+                             f"queue 3: slots {G['max_slots'] + 1} outside"),
+    "barriers past barriers_used": (_queue_changed(8, "barrier_count", 9), "queue 8: barriers 32+9 past barriers_used 36"),
+}
+
+
+@pytest.mark.parametrize("case", MISBEHAVIOURS)
+def test_misbehaving_firmware_is_reported(firmware, case):
+    make, words = MISBEHAVIOURS[case]
+    dev = Device(GST, firmware(make() if make else None, ack=make is not None))
+    with pytest.raises(FirmwareMisbehaved) as info:
+        dev.launch(RECORD)
+    assert words in str(info.value)
+    assert str(info.value).startswith("firmware misbehaved at launch 1: ")
+
+
+def test_a_boot_status_outside_the_abi_is_reported(firmware):
+    with pytest.raises(FirmwareMisbehaved, match=r"at boot: mailbox boot_status 99 is not one the ABI allows"):
+        Device(GST, firmware(correct_answer(), boot_status=99))
+
+
+def test_a_launch_status_at_boot_is_reported(firmware):
+    with pytest.raises(FirmwareMisbehaved, match="boot_status 6 is not one"):
+        Device(GST, firmware(correct_answer(), boot_status=int(Status.RECORD_FIELD)))
+
+
+def test_after_a_refused_boot_every_launch_must_repeat_the_boot_status(firmware):
+    # boot says GST_CHECKSUM; the launch then answers OK: not the protocol
+    dev = Device(GST, firmware(correct_answer(), boot_status=int(Status.GST_CHECKSUM)))
+    assert dev.boot_status == Status.GST_CHECKSUM
+    with pytest.raises(FirmwareMisbehaved, match=r"status 0 is not one the ABI allows here \(3 GST_CHECKSUM\)"):
+        dev.launch(RECORD)
+
+
+@pytest.mark.parametrize("case", ["no-acknowledgement (wfi only)", "1,000 queues", "0x7fffffff queues", "status 99"])
+def test_the_cli_exits_6_and_prints_no_configuration(firmware, capsys, case):
+    make, words = MISBEHAVIOURS[case]
+    path = firmware(make() if make else None, ack=make is not None)
+    for extra in ([], ["--json"]):
+        code = cli.main(["launch", str(MM_KERNEL), "--firmware", str(path), *extra])
+        out, err = capsys.readouterr()
+        assert code == cli.EXIT_FIRMWARE_MISBEHAVED == 6
+        assert out == "" and "Traceback" not in err
+        assert err.startswith("error: firmware misbehaved at launch 1: ") and words in err
