@@ -91,7 +91,7 @@ def check(raw: bytes, where: str) -> bytes:
 
 def unpack(raw: bytes, where: str = "GST") -> dict:
     if len(raw) != abi.GST.size:
-        raise GstFileError(f"{where}: {len(raw):,} bytes; a binary GST is exactly {abi.GST.size} bytes")
+        raise GstFileError(f"{where}: {len(raw):,} bytes; a GST is exactly {abi.GST.size} bytes")
     return abi.GST.unpack(raw)
 
 

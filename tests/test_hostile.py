@@ -130,7 +130,7 @@ CASES = [
     ("valid GST the model accepts", {"g.gst": GST}, ["launch", MM, "--gpu", "{d}/g.gst"], 0, ["generation 1"]),
     # 12 messages
     ("GST size names the file", {"g.gst": GST[:100]}, ["launch", MM, "--gpu", "{d}/g.gst"], 2,
-     ["g.gst: 100 bytes; a binary GST is exactly 256 bytes"]),
+     ["g.gst: 100 bytes; a GST is exactly 256 bytes"]),
     ("GST size from a kernel's gpu", {"g.gst": GST[:100], "k.json": kernel(gpu="{d}/g.gst")}, ["launch", "{d}/k.json"],
      2, ["k.json: gpu:", "g.gst: 100 bytes"]),
     ("gst check ''", {}, ["gst", "check", ""], 2, ["no GST given"]),
