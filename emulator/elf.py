@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,9 +12,11 @@ from elftools.elf.elffile import ELFFile
 
 from quco.emulator.faults import ElfError
 from quco.gst import abi
+from quco.gst.userinput import UserFileError, read_bytes
 
 LOADABLE = (abi.ROM, abi.DATA)
 SHF_EXECINSTR = SH_FLAGS.SHF_EXECINSTR
+MAX_ELF_BYTES = 16 << 20  # the image is about 100 KB with its debug information
 
 
 @dataclass
@@ -48,11 +51,10 @@ def _region_of(lo: int, hi: int):
 
 def load(path: str | Path) -> Image:
     path = Path(path)
-    try:
-        f = path.open("rb")
-    except OSError as e:
-        raise ElfError(f"{path}: cannot open firmware: {e.strerror} (run make firmware, or name an image "
-                       "with --firmware or $QUCO_FIRMWARE)") from None
+    try:  # a regular file of bounded size: /dev/zero or a FIFO would never end
+        f = io.BytesIO(read_bytes(path, MAX_ELF_BYTES, "firmware ELF image"))
+    except UserFileError as e:
+        raise ElfError(f"firmware: {e} (run make firmware, or name an image with --firmware or $QUCO_FIRMWARE)") from None
     with f:
         try:
             elf = ELFFile(f)

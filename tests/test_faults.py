@@ -6,6 +6,7 @@ exact class from quco.emulator.faults and carry the PC of the faulting instructi
 label `fault` in the program, read from the ELF), its symbol, its disassembly and, for a
 memory fault, the accessed address: that is what turns a firmware bug into a crash report.
 """
+import os
 import re
 
 import pytest
@@ -302,9 +303,21 @@ def test_file_that_is_not_elf(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ElfError) as info:
         elf.load(tmp_path / "absent.elf")
-    assert str(info.value) == (f"{tmp_path / 'absent.elf'}: cannot open firmware: "
+    assert str(info.value) == (f"firmware: {tmp_path / 'absent.elf'}: cannot read: "
                                "No such file or directory (run make firmware, or name an image with "
                                "--firmware or $QUCO_FIRMWARE)")
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "fifo", "folder"])
+def test_a_firmware_that_is_not_a_regular_file_is_refused_at_once(tmp_path, path):
+    """/dev/zero would be read until memory runs out and a FIFO would block: neither is opened."""
+    if path == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    if path == "folder":
+        (tmp_path / "folder").mkdir()
+    with pytest.raises(ElfError) as info:
+        elf.load(path if path.startswith("/") else tmp_path / path)
+    assert "expected a firmware ELF image" in str(info.value)
 
 
 # ---------------------------------------------------------------- recovery

@@ -95,10 +95,10 @@ def test_diff_every_preset_and_bundled_example(installed):
 
 def test_firmware_override_and_its_error(installed, tmp_path):
     r = run(installed, "quco-emu", "diff", "--gpu", "r9-nano", env={"QUCO_FIRMWARE": str(tmp_path / "none.elf")})
-    assert r.returncode == 5 and f"{tmp_path / 'none.elf'}: cannot open firmware" in r.stderr
+    assert r.returncode == 5 and f"firmware: {tmp_path / 'none.elf'}: cannot read" in r.stderr
     r = run(installed, "quco-emu", "diff", "--gpu", "r9-nano", "--firmware", tmp_path / "gone.elf",
             env={"QUCO_FIRMWARE": str(tmp_path / "none.elf")})
-    assert r.returncode == 5 and "gone.elf: cannot open firmware" in r.stderr
+    assert r.returncode == 5 and "gone.elf: cannot read" in r.stderr
 
 
 def test_an_unknown_example_is_named(installed):
