@@ -225,6 +225,7 @@ def test_top_level_must_be_object(doc):
     ('{"name": "k",\n  "compute_intensity": 1\n  "queues": []}', "not JSON: Expecting ',' delimiter at line 3 column 3"),
     ("", "not JSON: Expecting value at line 1 column 1"),
     ('{"name": "a", "name": "b"}', 'not JSON: duplicate field "name"'),
+    ('{"name": "a", "queues": [], "queues": []}', 'not JSON: duplicate field "queues"'),  # the repeated one
 ])
 def test_not_json(tmp_path, text, expected):
     p = tmp_path / "kernel.json"
