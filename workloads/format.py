@@ -19,11 +19,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-
-from quco.gst import userinput
+from quco.gst import schema, userinput
 from quco.gst.schema import _what
-from quco.gst.schema import allowed as _allowed
 from quco.gst.schema import loc as _loc
 from quco.gst.schema import val as _val
 from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel
@@ -67,15 +64,9 @@ class Workload:
 
 
 @functools.lru_cache(maxsize=1)
-def _validator() -> Draft202012Validator:
-    s = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(s)
-    return Draft202012Validator(s)
-
-
-def _resolve(sub: dict) -> dict:
-    ref = sub.get("$ref", "")
-    return _validator().schema["$defs"][ref.rsplit("/", 1)[1]] if ref.startswith("#/$defs/") else sub
+def _checker() -> schema.Checker:
+    """workload.schema.json with kernel.json's rules and words (gst/schema.py)."""
+    return schema.Checker(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
 def _where(doc, path: list) -> tuple[str, list]:
@@ -92,32 +83,15 @@ def _where(doc, path: list) -> tuple[str, list]:
     return (_loc(path[:cut]) + label if cut else ""), path[cut:]
 
 
-def _message(doc, err) -> list[str]:
-    path, v, kind, sub = list(err.absolute_path), err.instance, err.validator, err.schema
-    item, rest = _where(doc, path)
-
-    def say(extra_path, text):
-        loc = _loc(rest + extra_path) or "(top level)"
-        return f"{item}: {loc}: {text}" if item else f"{loc}: {text}"
-    if kind == "required":
-        return [say([k], f"missing (required {_allowed(_resolve(sub['properties'][k]))})")
-                for k in sub["required"] if k not in v]
-    if kind == "additionalProperties":
-        known = ", ".join(sub.get("properties", {}))
-        return [say([k], f"unknown field (allowed: {known})") for k in v if k not in sub.get("properties", {})]
-    if kind == "type":
-        return [say([], f"{_val(v)} is {_what(v, sub.get('type'))}; expected {_allowed(sub)}")]
-    if kind == "enum":
-        return [say([], f"{_val(v)} is not {_allowed(sub)}")]
-    if kind in ("minimum", "maximum"):
-        return [say([], f"{_val(v)} is out of range; expected {_allowed(sub)}")]
-    if kind == "multipleOf":
-        return [say([], f"{_val(v)} is not a multiple of {sub['multipleOf']}; expected {_allowed(sub)}")]
-    if kind in ("minItems", "maxItems"):
-        return [say([], f"{len(v)} entries; expected {_allowed(sub)}")]
-    if kind == "minLength":
-        return [say([], f"{_val(v)} is empty; expected {_allowed(sub)}")]
-    return [say([], err.message)]
+def _messages(doc) -> list[str]:
+    """Every schema problem, prefixed with the layer it is in (its index and name)."""
+    out = []
+    for path, message in _checker().problems(doc):
+        item, rest = _where(doc, path)
+        text = message.removeprefix(_loc(path) + ": ")  # Checker's messages start with the path
+        field = _loc(rest) or "(top level)"
+        out.append(f"{item}: {field}: {text}" if item else f"{field}: {text}")
+    return out
 
 
 # ---------------------------------------------------------------- expansion
@@ -210,7 +184,7 @@ def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
     """Check a decoded workload document and expand it; raises WorkloadError."""
     if not isinstance(doc, dict):
         raise WorkloadError([f"{file}: the top level is {_what(doc, 'object')}; expected an object"])
-    problems = [f"{file}: {m}" for e in _validator().iter_errors(doc) for m in _message(doc, e)]
+    problems = [f"{file}: {m}" for m in _messages(doc)]
     if problems:
         raise WorkloadError(sorted(set(problems), key=problems.index))
     layers = _expand(copy.deepcopy(doc), base or Path("."), file)
