@@ -29,11 +29,12 @@ from quco.gst.userinput import printable
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
 DEFAULT_GPU = "r9-nano"
-# markup=False: kernel, queue and GPU names are the user's text and are shown literally;
-# highlight=False: rich's highlighter regexes take quadratic time on long text
-out = Console(width=None if sys.stdout.isatty() else 100, markup=False, highlight=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, highlight=False,
-              soft_wrap=True)  # messages whole, for grep
+# markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
+# literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
+# take quadratic time on long text
+out = Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
+              highlight=False, soft_wrap=True)  # messages whole, for grep
 
 
 def clock_mhz(text: str) -> float:

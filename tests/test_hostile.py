@@ -47,6 +47,7 @@ CASES = [
     ("deep JSON", {"k.json": "[" * 100_000 + "]" * 100_000}, ["check", "{d}/k.json"], 2, ["nested too deeply"]),
     # 2 markup is shown literally; control characters are refused or escaped
     ("markup name", {"k.json": kernel(name="[bold red]X [/]")}, ["check", "{d}/k.json"], 0, ["[bold red]X [/]"]),
+    ("emoji code in name", {"k.json": kernel(name="a :100: b")}, ["launch", "{d}/k.json"], 0, ["a :100: b"]),
     ("escape in name", {"k.json": kernel(name="\x1b[2Jk")}, ["check", "{d}/k.json"], 2,
      ["name", "control character \\x1b"]),
     ("escape in queue name", {"k.json": kernel(queues=[dict(Q, name="\x9b2J")])}, ["launch", "{d}/k.json"], 2,
