@@ -93,16 +93,20 @@ def _what(v, expected: str) -> str:
     return {str: "a string", list: "an array", dict: "an object"}.get(type(v), "a number")
 
 
-def _non_finite(v, path=()):
+def nodes(doc, path=()):
+    """(path, value) of every node of a decoded document, the root first."""
+    yield path, doc
+    if isinstance(doc, dict):
+        for k, x in doc.items():
+            yield from nodes(x, (*path, k))
+    elif isinstance(doc, list):
+        for i, x in enumerate(doc):
+            yield from nodes(x, (*path, i))
+
+
+def _non_finite(doc):
     """Paths of NaN / Infinity anywhere in the document (Python's json accepts them)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        yield list(path), v
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            yield from _non_finite(x, (*path, k))
-    elif isinstance(v, list):
-        for i, x in enumerate(v):
-            yield from _non_finite(x, (*path, i))
+    return [(list(p), v) for p, v in nodes(doc) if isinstance(v, float) and not math.isfinite(v)]
 
 
 class Checker:

@@ -18,7 +18,9 @@ import time
 import traceback
 from dataclasses import dataclass
 
-EXIT_CODES = {0, 1, 2, 3, 4, 5}  # host/cli.py's documented set
+from quco.gst import schema
+
+EXIT_CODES = {0, 1, 2, 3, 4, 5}  # host/cli.py's codes an input file can cause (6, a misbehaving firmware, cannot)
 
 
 class Hang(BaseException):
@@ -75,17 +77,6 @@ TOML_VALUES = ("0", "-1", "1", "8.0", "1e300", "-1e300", "nan", "inf", "21474836
                '"\\u001b[2J"', '"' + "x" * 5000 + '"', "1979-05-27", "0x10", "0b101")
 
 
-def _paths(doc, path=()):
-    """Every path in a decoded document (dicts and lists), the root included."""
-    yield path
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            yield from _paths(v, (*path, k))
-    elif isinstance(doc, list):
-        for i, v in enumerate(doc):
-            yield from _paths(v, (*path, i))
-
-
 def _set(doc, path, value):
     if not path:
         return value
@@ -100,7 +91,7 @@ def mutate_doc(rng: random.Random, doc):
     """A structure mutation of a JSON-like document: a value replaced by an interesting
     one, a key dropped, renamed or added, an entry duplicated, a value nested deeper."""
     doc = json.loads(dump(doc))
-    paths = list(_paths(doc))
+    paths = [p for p, _ in schema.nodes(doc)]
     path = rng.choice(paths)
     what = rng.random()
     if what < 0.5:
