@@ -105,6 +105,37 @@ def test_failed_launch_keeps_the_previous_configuration(devices):
     assert dev.lds_window() == lds_before
 
 
+def test_launch_sequences_with_uncached_and_refused_launches(elf_path):
+    """Random sequences over six records, each also with FLAG_NO_CACHE and with a bad element
+    size: every launch agrees with the model (so the LDS holds the right configuration, also
+    when the firmware skips rewriting it), and cache_hit follows an independent model of the
+    cache: four entries, a commit on every cached cold launch that succeeds, oldest out."""
+    from quco.host.device import Device
+    flags, num_queues = abi.LAUNCH_HEADER.offset("flags"), abi.LAUNCH_HEADER.offset("num_queues")
+    pool = []
+    for record in sorted({load_kernel(p).record() for p in EXAMPLES})[:6]:
+        uncached, refused = bytearray(record), bytearray(record)
+        uncached[flags] |= abi.FLAG_NO_CACHE
+        refused[abi.LAUNCH_HEADER.size + 5] = 3  # element size 3
+        pool += [record, bytes(uncached), bytes(refused)]
+    rng = random.Random(12)
+    hits = 0
+    for _ in range(6):
+        dev = Device("r9-nano", elf_path)
+        live, oldest = [None] * abi.const("CACHE_ENTRIES"), 0
+        for _ in range(40):
+            record = rng.choice(pool)
+            n = int.from_bytes(record[num_queues:num_queues + 4], "little")
+            key = record[:abi.LAUNCH_HEADER.size + n * abi.QUEUE.size]
+            cached = not int.from_bytes(record[flags:flags + 4], "little") & abi.FLAG_NO_CACHE
+            fw = fuzz.compare(dev, record)
+            assert fw.cache_hit == (cached and key in live)
+            if fw.status == Status.OK and cached and not fw.cache_hit:
+                live[oldest], oldest = key, (oldest + 1) % abi.const("CACHE_ENTRIES")
+            hits += fw.cache_hit
+    assert hits >= 20  # the sequences do reach the cache (30 with this seed)
+
+
 def test_stack_stays_inside_its_reserve(devices):
     rng = random.Random(7)
     dev = devices("r9-nano")

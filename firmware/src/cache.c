@@ -40,12 +40,7 @@ entry_t *cache_find(uint32_t n)
     return 0;
 }
 
-entry_t *cache_scratch(void)
-{
-    entry_t *entry = &store[spare];
-    entry->key_words = 0;
-    return entry;
-}
+entry_t *cache_scratch(void) { return &store[spare]; } /* not searched until committed */
 
 void cache_commit(void)
 {

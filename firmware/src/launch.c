@@ -92,14 +92,15 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     uint32_t *out = dst + sizeof(quco_launch_header_t) / 4u;
     uint32_t n_groups = 0, prev_length = 0, prev_word1 = 0, n_stationary = 0;
     uint32_t max_elem = 0, max_stream_elem = 0;
+    uint32_t count = 0, stationary = 0; /* the current group's, kept rather than read back */
     group_t *group = groups->g - 1;
     for (uint32_t i = 0; i < n; i++, in += QUCO_QUEUE_WORDS, out += QUCO_QUEUE_WORDS) {
         uint32_t length = in[0], word1 = in[1]; /* word1: type, element size, reserved */
         out[0] = length;
         out[1] = word1;
         if (n_groups && length == prev_length && word1 == prev_word1) {
-            group->count++;
-            n_stationary += group->stationary;
+            group->count = (uint8_t)++count;
+            n_stationary += stationary;
             continue;
         }
         uint32_t status = queue_status(length, word1);
@@ -107,10 +108,11 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
             *detail = i;
             return status;
         }
-        uint32_t stationary = (word1 >> QUCO_QUEUE_TYPE_SHIFT) & QUCO_QUEUE_TYPE_MASK; /* the type is 0 or 1 */
+        stationary = (word1 >> QUCO_QUEUE_TYPE_SHIFT) & QUCO_QUEUE_TYPE_MASK; /* the type is 0 or 1 */
         uint32_t elem_size = (word1 >> QUCO_QUEUE_ELEM_SIZE_SHIFT) & QUCO_QUEUE_ELEM_SIZE_MASK;
         group++;
         n_groups++;
+        count = 1;
         group->count = 1;
         group->stationary = (uint8_t)stationary;
         group->elem_size = (uint8_t)elem_size;
