@@ -205,3 +205,14 @@ def test_run_json_trace_and_plot(tmp_path, capsys):
     assert {e["name"] for e in spans if e["pid"] == 2 and e["tid"] == 1} == {"mlp", "residual"}
     assert sum(e["pid"] == 1 and e["tid"] == 1 for e in spans) == 2        # two reconfigurations
     assert sorted(p.name for p in plots.iterdir()) == ["fig9-residual-mlp.png", "fig9-residual-mlp.svg"]
+
+
+def test_a_bad_dvfs_trace_names_each_clock_and_its_range(tmp_path, capsys):
+    """Trace files use kernel.json's rules: 1500.0 is no integer, 0 MHz is out of range."""
+    trace = write(tmp_path, {"name": "t", "clocks_mhz": [1500.0, 0]}, "trace.json")
+    workload = ROOT / "examples" / "workloads" / "whisper-tiny-types.json"
+    assert main(["run", str(workload), "--gpu", "mi100", "--dvfs", str(trace), "--no-baselines"]) == 2
+    err = capsys.readouterr().err
+    assert "clocks_mhz[0]: 1500.0 is written with a decimal point; expected integer 1 to 10000" in err
+    assert "clocks_mhz[1]: 0 is out of range; expected integer 1 to 10000" in err
+    assert "Traceback" not in err

@@ -9,11 +9,12 @@ run the same layers at the same clocks on the model; they differ only in the lau
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
 
 from quco.examples import WORKLOADS
+from quco.gst import schema
 from quco.perfmodel.evaluate import geomean
 from quco.workloads import runner
 from quco.workloads.format import WorkloadError, Workload, read_json
@@ -26,6 +27,11 @@ TRACE_SCHEMA = {
         "clocks_mhz": {"type": "array", "minItems": 1, "maxItems": 100000,
                        "items": {"type": "integer", "minimum": 1, "maximum": 10000}}}}
 TRACES = WORKLOADS / "dvfs"
+
+
+@functools.lru_cache(maxsize=1)
+def _checker() -> schema.Checker:
+    return schema.Checker(TRACE_SCHEMA)
 
 
 @dataclasses.dataclass
@@ -47,10 +53,9 @@ def load_trace(path) -> Trace:
     if not p.exists() and (TRACES / f"{path}.json").exists():   # a bundled trace by name
         p = TRACES / f"{path}.json"
     doc = read_json(p, "DVFS trace", 1 << 20)
-    errors = sorted(Draft202012Validator(TRACE_SCHEMA).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise WorkloadError([f"{p}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}; "
-                             "expected clocks_mhz: a list of integers 1 to 10000 (MHz), one per layer" for e in errors])
+    problems = _checker().problems(doc)  # kernel.json's rules and words: 1500.0 is no integer
+    if problems:
+        raise WorkloadError(schema.report([f"{p}: {message}" for _, message in problems]))
     return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""))
 
 
