@@ -1,7 +1,7 @@
 """quco-emu run and import: whole workloads (quco.workloads) from the command line.
 
     quco-emu run examples/workloads/whisper-tiny.json --gpu mi100 [--json] [--plot DIR] [--trace FILE]
-    quco-emu run examples/workloads/whisper-tiny-types.json --gpu mi100 --dvfs mi100-u-shaped
+    quco-emu run examples/workloads/whisper-tiny.json --gpu mi100 --dvfs mi100-u-shaped
     quco-emu run a.json@60:32768 b.json@60:32768 --gpu mi100     # two tenants, their CUs and LDS
     quco-emu import model.onnx -o workload.json
 

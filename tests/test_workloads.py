@@ -123,6 +123,19 @@ def test_dvfs_at_the_nominal_clock_changes_nothing(tmp_path):
     assert res["rows"][0]["same_config"] and res["rows"][0]["hw_speedup"] == 1.0
 
 
+def test_the_bundled_traces_pass_through_the_papers_named_points():
+    """QuCo Sec. V: decreasing 1500 -> 900 MHz with FC-5 (the 5th linear layer of Whisper-Tiny
+    in order, layer 7) at 1300; U-shaped down to 950 at layer 7 and back to 1500; decreasing
+    to 1000 by layer 6, then holding."""
+    layers = format.load(WORKLOADS / "whisper-tiny.json").layers
+    fc5 = [i for i, lay in enumerate(layers) if lay.type.startswith("FC")][4]
+    assert fc5 == 6 and layers[fc5].name == "encoder.layers[0].fc1"
+    dec, u, hold = (dvfs.load_trace(n).clocks(len(layers)) for n in ("mi100-decreasing", "mi100-u-shaped", "mi100-decrease-hold"))
+    assert dec[0] == 1500 and dec[fc5] == 1300 and dec[-1] == 900 and dec == sorted(dec, reverse=True)
+    assert u[0] == u[-1] == 1500 and min(u) == u[6] == 950
+    assert hold[5] == hold[-1] == 1000 and hold[:6] == sorted(hold[:6], reverse=True)
+
+
 def test_dvfs_sign_on_a_constructed_case(tmp_path):
     # h100-sxm at 594 MHz (0.3 x nominal): the firmware told the clock picks another tile
     # than the one for 1,980 MHz; the model, run independently here, says which is faster.
