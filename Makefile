@@ -17,7 +17,11 @@ CFLAGS := -march=rv32imf -mabi=ilp32f -Os -flto -ffp-contract=off -ffreestanding
           -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0 \
           -fschedule-insns -fsched-pressure
 LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
-FW_SRC := $(wildcard firmware/src/*.c) firmware/src/crt0.S
+FW_SRC := $(wildcard firmware/src/*.c)
+# crt0 is assembled to an object of its own: assembled inside the link command it would leave
+# a temporary file's random name (ccXXXXXX.o) in the ELF's symbol table, so two builds of the
+# same sources would differ (the ROM bytes did not; the ELF now does not either)
+CRT0 := $(BUILD)/crt0.o
 GENERATED := firmware/include/quco_abi.h firmware/regions.ld docs/abi-tables.md
 
 .PHONY: all firmware toolchain gdb venv demo test bench fuzz clean
@@ -50,10 +54,14 @@ $(GENERATED) &: gst/abi.py gst/codegen.py | venv
 
 firmware: $(ELF)
 # the Makefile is a prerequisite because CFLAGS live in it
-$(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(wildcard firmware/include/*.h) $(GENERATED) \
+$(CRT0): firmware/src/crt0.S $(GENERATED) Makefile | toolchain
+	@mkdir -p $(BUILD)
+	$(CROSS)gcc $(CFLAGS) -c $< -o $@
+
+$(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard firmware/include/*.h) $(GENERATED) \
                                                firmware/quco.ld Makefile | toolchain
 	@mkdir -p $(BUILD)
-	$(CROSS)gcc $(CFLAGS) $(FW_SRC) $(LDFLAGS) -lgcc -o $(ELF)
+	$(CROSS)gcc $(CFLAGS) $(FW_SRC) $(CRT0) $(LDFLAGS) -lgcc -o $(ELF)
 	$(CROSS)objcopy -O binary $(ELF) $(BUILD)/quco.bin
 	$(CROSS)objdump -d -S $(ELF) > $(BUILD)/quco.dump
 	@$(CROSS)size $(ELF)

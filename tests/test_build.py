@@ -30,3 +30,15 @@ def test_overflowing_firmware_does_not_link(tmp_path, source, message):
 def test_a_small_program_links(tmp_path):
     r = link(tmp_path, "volatile char buf[64];\nint main(void) { return buf[1]; }")
     assert r.returncode == 0, r.stderr
+
+
+def test_two_builds_of_the_same_sources_give_the_same_elf(tmp_path):
+    """Determinism: the firmware ELF (not only its ROM bytes) is a function of the sources.
+    Built twice with the Makefile's own rule into two folders, it must match the one in use."""
+    elves = []
+    for name in ("a", "b"):
+        r = subprocess.run(["make", "-s", f"BUILD={tmp_path / name}", "firmware"], cwd=ROOT,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        elves.append((tmp_path / name / "quco.elf").read_bytes())
+    assert elves[0] == elves[1] == (ROOT / "firmware" / "build" / "quco.elf").read_bytes()
