@@ -7,8 +7,8 @@ this script tries every way they could follow the clock, with the reference mode
 firmware matches it bit for bit), and asks the performance model what the change would be
 worth. Nothing here feeds back into a constant.
 
-    .venv/bin/python bench/dvfs_readings.py             # readings, Wfs, peak map, model (about 2 s)
-    .venv/bin/python bench/dvfs_readings.py --weights   # also every cost weight pair (about 3 s)
+    .venv/bin/python bench/dvfs_readings.py             # readings, Wfs, peak map, model (about 6 s)
+    .venv/bin/python bench/dvfs_readings.py --weights   # also every cost weight pair (about 7 s)
 
 A reading is emulated by rewriting the GST and launching at its nominal clock: at clock c
 (f = c / 1500) a latency that is a time becomes `cycles x f`, and a bandwidth fixed in
@@ -129,6 +129,23 @@ def main(argv: list[str]) -> int:
         best = search.exhaustive(m, g0, work)[0]
         t.add_row(str(c), f"{ns[512] / 1e3:.1f}", f"{ns[256] / 1e3:.1f}", f"{ns[512] / ns[256]:.3f}x",
                   f"{best.config.label(work)}: {best.outcome.ns / 1e3:.1f}")
+    out.print(t)
+
+    t = Table(title=f"The most knowing the clock could gain on the model ({GPU}): each Whisper-Tiny layer type's exhaustive "
+                    "best at 1500 MHz, run at the clock, against the exhaustive best at the clock (an oracle QuCo-HW over an oracle QuCo-SW)")
+    t.add_column("type (our names)")
+    t.add_column("best at 1500", justify="right")
+    for c in (1300, 1100, 900):
+        t.add_column(f"{c} MHz: gain (best there)", justify="right")
+    for lay in {lay.type: lay for lay in layers}.values():
+        w = dataclasses.replace(Work.of(lay.kernel), name="")
+        nominal = search.exhaustive(machine(g0, 1500), g0, w)[0].config
+        cells = []
+        for c in (1300, 1100, 900):
+            m = machine(g0, c)
+            best = search.exhaustive(m, g0, w)[0]
+            cells.append(f"{model_ns(m, w, nominal) / best.outcome.ns:.3f}x ({best.config.label(w)})")
+        t.add_row(lay.type, nominal.label(w), *cells)
     out.print(t)
 
     if "--weights" in argv:
