@@ -3,10 +3,12 @@
     checker = Checker(schema_dict)
     checker.problems(doc)  # ['queues[2].elem_size: 3 is not one of 1, 2, 4, 8', ...]
 
-Used for kernel.json (host/kernel.schema.json) and timing profiles
-(emulator/profile.schema.json). Two rules are stricter than JSON Schema's: an "integer"
-is a whole number written without a decimal point (8.0 and 1e300 are refused: the
-draft accepts them), and NaN / Infinity (Python's json reads them) are refused anywhere.
+Used for kernel.json (host/kernel.schema.json), timing profiles (emulator/profile.schema.json),
+workloads (workloads/workload.schema.json) and DVFS traces; `field_path`, `value_text`,
+`kind_of` and `not_an_object` give the same words to checks a schema cannot make.
+Two rules are stricter than JSON Schema's: an "integer" is a whole number written without
+a decimal point (8.0 and 1e300 are refused: the draft accepts them), and NaN / Infinity
+(Python's json reads them) are refused anywhere.
 """
 from __future__ import annotations
 
@@ -39,14 +41,16 @@ def key(k) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def loc(path) -> str:
+def field_path(path) -> str:
+    """A JSON path as a user reads it: ["queues", 2, "elem_size"] -> queues[2].elem_size."""
     out = ""
     for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{key(p)}" if out else key(p))
     return out
 
 
-def val(v) -> str:
+def value_text(v) -> str:
+    """A value a user wrote, as JSON, short and without control characters."""
     try:
         text = json.dumps(v, ensure_ascii=False, default=str)  # TOML has dates
     except (ValueError, RecursionError):
@@ -56,6 +60,7 @@ def val(v) -> str:
 
 
 def num(v) -> str:
+    """A schema bound without a needless decimal point: 64.0 -> 64."""
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
@@ -83,7 +88,8 @@ def allowed(sub: dict) -> str:
     return t
 
 
-def _what(v, expected: str) -> str:
+def kind_of(v, expected: str) -> str:
+    """What a value is, in words, next to the `expected` type: "a string", "not a whole number"."""
     if isinstance(v, bool):
         return "a boolean"
     if v is None:
@@ -91,6 +97,16 @@ def _what(v, expected: str) -> str:
     if isinstance(v, float) and expected == "integer":
         return "written with a decimal point" if v.is_integer() else "not a whole number"
     return {str: "a string", list: "an array", dict: "an object"}.get(type(v), "a number")
+
+
+def not_an_object(doc, where: str) -> str:
+    """The message for a document (from `where`) whose top level is not an object."""
+    return f"{where}: the top level is {kind_of(doc, 'object')}; expected an object"
+
+
+def path_order(problem: tuple[list, str]) -> list:
+    """Sort key for (path, message) problems: document order, list indexes before field names."""
+    return [(isinstance(p, str), p) for p in problem[0]]
 
 
 def nodes(doc, path=()):
@@ -142,52 +158,53 @@ class Checker:
         found = []
         bad = [(list(at) + p, v) for p, v in _non_finite(doc)]
         for p, v in bad:
-            found.append((p, f"{loc(p)}: {val(v)} is not a finite number; expected {allowed(self.at(p))}"))
+            found.append((p, f"{field_path(p)}: {value_text(v)} is not a finite number; "
+                             f"expected {allowed(self.at(p))}"))
         for err in (self._part(tuple(at)) if at else self.validator).iter_errors(doc):
             if all(list(at) + list(err.absolute_path) != p for p, _ in bad):
                 found.extend(self._messages(err, list(at)))
             if len(found) > 10 * MAX_PROBLEMS:
                 break
-        return sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])
+        return sorted(found, key=path_order)
 
     def _messages(self, err, at: list) -> list[tuple[list, str]]:
         path, v, kind, sub = at + list(err.absolute_path), err.instance, err.validator, err.schema
-        where, ok = loc(path), allowed(sub)
+        where, ok = field_path(path), allowed(sub)
         if kind == "required":
             missing = [k for k in sub["required"] if k not in v]
-            return [(path + [k], f"{loc(path + [k])}: missing (required "
+            return [(path + [k], f"{field_path(path + [k])}: missing (required "
                                  f"{allowed(self.resolve(sub['properties'][k]))})") for k in missing]
         if kind == "additionalProperties":
             known = list(sub.get("properties", {}))
             out = []
             for k in (k for k in v if k not in known):
                 hint = difflib.get_close_matches(k, known, n=1) if len(k) <= 100 else []
-                msg = f"{loc(path + [k])}: unknown field (allowed: {', '.join(known)})"
+                msg = f"{field_path(path + [k])}: unknown field (allowed: {', '.join(known)})"
                 out.append((path + [k], msg + (f"; did you mean {json.dumps(hint[0])}?" if hint else "")))
             return out
         if kind == "type":
-            return [(path, f"{where}: {val(v)} is {_what(v, sub.get('type'))}; expected {ok}")]
+            return [(path, f"{where}: {value_text(v)} is {kind_of(v, sub.get('type'))}; expected {ok}")]
         if kind == "anyOf":  # a number or a name (compute_intensity): say which rule it broke
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                return [(path, f"{where}: {val(v)} is out of range; expected {ok}")]
+                return [(path, f"{where}: {value_text(v)} is out of range; expected {ok}")]
             if isinstance(v, str):
-                return [(path, f"{where}: {val(v)} is not an allowed name; expected {ok}")]
-            return [(path, f"{where}: {val(v)} is {_what(v, 'number')}; expected {ok}")]
+                return [(path, f"{where}: {value_text(v)} is not an allowed name; expected {ok}")]
+            return [(path, f"{where}: {value_text(v)} is {kind_of(v, 'number')}; expected {ok}")]
         if kind == "enum":
-            return [(path, f"{where}: {val(v)} is not {ok}")]
+            return [(path, f"{where}: {value_text(v)} is not {ok}")]
         if kind in ("minimum", "maximum"):
-            return [(path, f"{where}: {val(v)} is out of range; expected {ok}")]
+            return [(path, f"{where}: {value_text(v)} is out of range; expected {ok}")]
         if kind == "multipleOf":
-            return [(path, f"{where}: {val(v)} is not a multiple of {num(sub['multipleOf'])}; expected {ok}")]
+            return [(path, f"{where}: {value_text(v)} is not a multiple of {num(sub['multipleOf'])}; expected {ok}")]
         if kind in ("minItems", "maxItems"):
             return [(path, f"{where}: {len(v)} entries; expected {ok}")]
         if kind == "minLength":
-            return [(path, f"{where}: {val(v)} is empty; expected {ok}")]
+            return [(path, f"{where}: {value_text(v)} is empty; expected {ok}")]
         if kind == "maxLength":
             return [(path, f"{where}: {len(v):,} characters; expected {ok}")]
         if kind == "pattern":  # the only pattern used: no control characters
             bad = next((ch for ch in v if printable(ch) != ch), "")
-            return [(path, f"{where}: {val(v)} contains the control character {printable(bad)!s}; "
+            return [(path, f"{where}: {value_text(v)} contains the control character {printable(bad)!s}; "
                            f"expected {ok}")]
         return [(path, f"{where or '(top level)'}: {printable(err.message)}")]
 

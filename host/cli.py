@@ -21,7 +21,7 @@ from quco import examples
 from quco.emulator.faults import ElfError, Fault, FirmwareMisbehaved
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import atomic, cli_perf, cli_run, profile, reference
+from quco.host import atomic, cli_gdb, cli_gst, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, result_from
 from quco.host.kernel import KernelError, load_kernel
 from quco.gst.userinput import printable
@@ -222,100 +222,6 @@ def cmd_explain(args) -> int:
     return explain.render(out, err, gst, kernel, gpu)
 
 
-def _text(raw: bytes) -> str:
-    """A NUL-padded GST string field (the GPU name) as text, control characters escaped."""
-    return printable(raw.rstrip(b"\0").decode(errors="replace"))
-
-
-def cmd_gst(args) -> int:
-    if args.action == "show":
-        raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
-        g = tables.unpack(raw)
-        if args.json:
-            print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))
-            return 0
-        t = Table(title=f"GST {printable(args.file)}")
-        for col in ("field", "value", "meaning") + (("source",) if src else ()):
-            t.add_column(col, overflow="fold")
-        for f in abi.GST.fields:
-            v = g[f.name]
-            shown = _text(v) if isinstance(v, bytes) else (
-                f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
-            t.add_row(f.name, shown, f.doc, *((printable(src.get(f.name, "")),) if src else ()))
-        out.print(t)
-        return 0
-    if args.action == "pack":
-        raw = tables.load(args.file)
-        if not args.output:
-            raise UserError("gst pack: give -o OUTPUT.gst")
-        _write(args.output, raw)
-        out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
-        return 0
-    raw = checked_gst(args.file)  # check: the firmware's own boot rules (gst/abi.py)
-    name = _text(tables.unpack(raw)["name"])
-    out.print(f"{printable(args.file)}: ok ({name})")
-    return 0
-
-
-def _gdb_address(args) -> tuple[str, int]:
-    """(host, port) from --port [HOST:]PORT and --listen; loopback unless --listen names it."""
-    import ipaddress
-    host, _, number = str(args.port).rpartition(":")
-    host = host.strip("[]") or args.listen or "127.0.0.1"
-    if not number.isdigit() or int(number) > 65535:
-        raise UserError(f"--port {args.port}: expected a port number 0..65535 (0: any free port), as PORT or HOST:PORT")
-    try:
-        ip = ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
-    except ValueError:
-        raise UserError(f"{host}: not a numeric IP address (for example 127.0.0.1)") from None
-    if not ip.is_loopback and host != args.listen:
-        raise UserError(f"{host} is not a loopback address. The GDB stub has no authentication: whoever "
-                        "connects reads and writes the unit's memory and registers, so it serves 127.0.0.1 "
-                        f"only, unless --listen {host} asks for that address on purpose")
-    return str(ip), int(number)
-
-
-def cmd_gdb(args) -> int:
-    """Serve the GDB remote protocol for one kernel's boot and launches (emulator/gdbstub.py)."""
-    import shutil
-    from quco.emulator import elf, gdbstub
-    from quco.emulator.debug import Target
-    from quco.host.device import firmware_path
-    kernel = load_kernel(args.kernel)
-    gpu, gst = _target(args, kernel)
-    host, port = _gdb_address(args)
-    if args.launches < 1:
-        raise UserError(f"--launches {args.launches}: expected at least 1")
-    elf_path = firmware_path(args.firmware)
-    target = Target(elf.load(elf_path), gst, kernel.record(), args.launches, args.profile)
-    where = f"reset (pc 0x{target.soc.pc:08x} <{target.image.symbolize(target.soc.pc)}>)"
-    if args.at == "launch":
-        stop = target.run_boot()
-        if stop.kind == "fault":
-            raise stop.fault
-        where = f"the first instruction of launch 1 (pc 0x{stop.pc:08x}), after boot"
-    try:
-        sock = gdbstub.listen(host, port)
-    except OSError as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    port = sock.getsockname()[1]
-    gdb = next((g for g in ("gdb-multiarch", "riscv64-unknown-elf-gdb") if shutil.which(g)), "gdb-multiarch")
-    print(f"QuCo GDB stub on {host}:{port}: {kernel.name} on {gpu}, {args.launches} launch(es), profile "
-          f"{target.timer.p.name}; stopped at {where}\nattach with:\n"
-          f"  {gdb} {elf_path} -ex 'target remote {host}:{port}'", flush=True)
-    if host != "127.0.0.1" and not host.startswith("127."):
-        print(f"warning: serving on {host}: anyone who can reach it controls the unit", file=sys.stderr, flush=True)
-
-    def log(text):
-        print(text, file=sys.stderr, flush=True)
-    try:
-        end = gdbstub.serve(target, sock, log)
-    except KeyboardInterrupt:
-        end = "interrupted"
-    print(f"session ended ({end}):\n{target.counts()}", end="", flush=True)
-    return EXIT_FAULT if target.fault else 0
-
-
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="quco-emu", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -357,23 +263,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("kernel")
     p.add_argument("--gpu")
     p.set_defaults(func=cmd_explain)
-    p = sub.add_parser("gst", help="show, pack or check a GPU Specification Table")
-    p.add_argument("action", choices=("show", "pack", "check"))
-    p.add_argument("file", help="preset name, .toml preset or binary .gst")
-    p.add_argument("-o", "--output", help="pack: where to write the 256-byte table")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_gst)
-    p = sub.add_parser("gdb", help="debug the firmware with GDB (remote protocol on 127.0.0.1)")
-    p.add_argument("kernel", help="kernel.json whose launch record the firmware configures")
-    p.add_argument("--gpu")
-    p.add_argument("--firmware")
-    p.add_argument("--port", default="1234", help="[HOST:]PORT to listen on (default 1234 on 127.0.0.1; 0: any free)")
-    p.add_argument("--listen", metavar="ADDRESS", help="allow this non-loopback address (no authentication!)")
-    p.add_argument("--at", choices=("reset", "launch"), default="reset",
-                   help="stop first at reset (default) or at the first launch's first instruction")
-    p.add_argument("--launches", type=int, default=1, help="launches of the record to push (default 1)")
-    p.add_argument("--profile", default="cv32e40p", help="timing profile for the cycle counts")
-    p.set_defaults(func=cmd_gdb)
+    cli_gst.add_parsers(sub)
+    cli_gdb.add_parsers(sub)
     cli_perf.add_parsers(sub)
     cli_run.add_parsers(sub)
     return ap

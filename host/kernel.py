@@ -17,7 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from quco.gst import abi
-from quco.gst.schema import Checker, report
+from quco.gst.schema import Checker, not_an_object, path_order, report
 from quco.gst.userinput import UserFileError, printable, read_json
 
 SCHEMA_PATH = Path(files(__package__) / "kernel.schema.json")  # package data
@@ -115,7 +115,7 @@ def _problems(doc: dict) -> list[str]:
         if None not in counts and sum(counts) > abi.MAX_QUEUES:
             found.append((["queues"], f"queues: {sum(counts)} queues after expanding count "
                                       f"({' + '.join(map(str, counts))}); expected at most {abi.MAX_QUEUES} in total"))
-    return report([msg for _, msg in sorted(found, key=lambda pm: [(isinstance(p, str), p) for p in pm[0]])])
+    return report([msg for _, msg in sorted(found, key=path_order)])
 
 
 def _flag_problems(flags) -> list[str]:
@@ -144,8 +144,7 @@ def _count(q) -> int | None:
 def parse_kernel(doc, where: str = "kernel") -> Kernel:
     """Check a decoded kernel.json document and build the Kernel; raises KernelError."""
     if not isinstance(doc, dict):
-        what = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(doc), "a number")
-        raise KernelError([f"{where}: the top level is {what}; expected an object"])
+        raise KernelError([not_an_object(doc, where)])
     problems = _problems(doc)
     if problems:
         raise KernelError([f"{where}: {p}" for p in problems])

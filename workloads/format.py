@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quco.gst import schema, userinput
-from quco.gst.schema import _what
-from quco.gst.schema import loc as _loc
-from quco.gst.schema import val as _val
+from quco.gst.schema import field_path, value_text
 from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel
 from quco.workloads import derive
 
@@ -80,7 +78,7 @@ def _where(doc, path: list) -> tuple[str, list]:
         if isinstance(p, int) and i and path[i - 1] == "layers":
             cut = i + 1
             label = f" ({node['name']})" if isinstance(node, dict) and isinstance(node.get("name"), str) else ""
-    return (_loc(path[:cut]) + label if cut else ""), path[cut:]
+    return (field_path(path[:cut]) + label if cut else ""), path[cut:]
 
 
 def _messages(doc) -> list[str]:
@@ -88,8 +86,8 @@ def _messages(doc) -> list[str]:
     out = []
     for path, message in _checker().problems(doc):
         item, rest = _where(doc, path)
-        text = message.removeprefix(_loc(path) + ": ")  # Checker's messages start with the path
-        field = _loc(rest) or "(top level)"
+        text = message.removeprefix(field_path(path) + ": ")  # Checker's messages start with the path
+        field = field_path(rest) or "(top level)"
         out.append(f"{item}: {field}: {text}" if item else f"{field}: {text}")
     return out
 
@@ -145,7 +143,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
             if "type" in it:
                 if it["type"] not in types:
                     known = ", ".join(types) or "none defined"
-                    problems.append(f"{file}: {label}: type: {_val(it['type'])} is not in layer_types ({known})")
+                    problems.append(f"{file}: {label}: type: {value_text(it['type'])} is not in layer_types ({known})")
                     continue
                 if any(k in it for k in KINDS):
                     problems.append(f"{file}: {label}: type and {next(k for k in KINDS if k in it)}: give one, not both")
@@ -183,7 +181,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
 def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
     """Check a decoded workload document and expand it; raises WorkloadError."""
     if not isinstance(doc, dict):
-        raise WorkloadError([f"{file}: the top level is {_what(doc, 'object')}; expected an object"])
+        raise WorkloadError([schema.not_an_object(doc, file)])
     problems = [f"{file}: {m}" for m in _messages(doc)]
     if problems:
         raise WorkloadError(sorted(set(problems), key=problems.index))

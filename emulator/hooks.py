@@ -1,0 +1,223 @@
+"""The Unicorn hooks of the Soc: per-block instruction and cycle counting (plain, timed,
+traced), split misaligned accesses, memory accesses per region, and the guard, invalid-access
+and trap hooks that record a step's first fault and turn it into a typed exception.
+
+`Hooks` is a base class of `Soc` (emulator/soc.py), not an object of its own: the hooks run
+once per executed block and dominate emulation time, so they update the Soc's counters as
+plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they use of the Soc:
+
+    uc, image, lds_bytes, budget, timer, counting, tracing, split_penalty, _read_pc()
+    per step:   instructions, blocks, cycles, misaligned, prev, trace, reads, writes, _fault
+    caches:     _blocks (address -> (size, retired bytes)), _pair_cycles, _raw_hooks
+"""
+from __future__ import annotations
+
+from unicorn import (UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_FETCH_UNMAPPED,
+                     UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE, UC_HOOK_MEM_WRITE_PROT,
+                     UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE,
+                     UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UcError)
+from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
+
+from quco.emulator import disasm, faults, isa
+from quco.emulator.watchdog import watchdog
+from quco.gst import abi
+
+PAGE = 4096
+EXECUTABLE = " and ".join(r.name for r in abi.REGIONS if "x" in r.perms)
+COUNTED_REGIONS = (abi.ROM, abi.DATA, abi.GST_REGION)  # count_memory: accesses per region
+TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
+               3: "breakpoint", 4: "load address misaligned", 5: "load access fault",
+               6: "store address misaligned", 7: "store access fault",
+               # the core only has M-mode; Unicorn passes QEMU's raw cause 8 for an M-mode ecall
+               8: "ecall from M-mode", 11: "ecall from M-mode"}
+
+
+def pages(n: int) -> int:
+    """Bytes Unicorn maps for a region of n bytes: whole pages, at least one."""
+    return max(PAGE, (n + PAGE - 1) // PAGE * PAGE)
+
+
+class Hooks:
+    """The Soc's Unicorn hooks and its fault records (see the module docstring)."""
+
+    # ---------------------------------------------------------------- installing
+    def _install_fault_hooks(self):
+        """Guard, invalid-access and trap hooks: each records the step's first fault."""
+        uc = self.uc
+        # Unicorn maps whole pages: fault on the part of a page past the region's real size.
+        for r in abi.REGIONS:
+            size = self.lds_bytes if r is abi.LDS else r.size
+            end = r.base + pages(size)
+            if r.base + size < end:  # from 3 bytes early: a misaligned word may straddle the end
+                uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_guard, (r.name, r.base, size),
+                            begin=r.base + size - 3, end=end - 1)
+        uc.hook_add(UC_HOOK_MEM_READ_UNMAPPED | UC_HOOK_MEM_WRITE_UNMAPPED | UC_HOOK_MEM_FETCH_UNMAPPED
+                    | UC_HOOK_MEM_WRITE_PROT | UC_HOOK_MEM_FETCH_PROT, self._on_invalid)
+        uc.hook_add(UC_HOOK_INTR, self._on_trap)
+
+    def _install_access_counting(self):
+        """For count_memory: loads and stores per region (ROM, DATA, GST)."""
+        for r in COUNTED_REGIONS:
+            self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access, r.name,
+                             begin=r.base, end=r.base + r.size - 1)
+
+    def _install_counting(self):
+        """The per-block hook of the counting mode (quco.emulator.debug adds its own)."""
+        if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
+            watchdog.watch(self)
+            return
+        if self.tracing:
+            self._add_block_hook(self._on_block_traced)
+        elif self.timer is not None:
+            self._add_block_hook(self._on_block_timed)
+        else:
+            self._add_block_hook(self._on_block)
+        if self.split_penalty:  # a profile that charges split accesses: check every access
+            self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
+
+    def _add_raw_hook(self, kind, fptr):
+        self._raw_hooks.append(fptr)  # keep the C function pointer alive
+        self.uc._Uc__do_hook_add(kind, fptr, 1, 0)
+
+    def _add_block_hook(self, fn):
+        """Register fn(handle, address, size, key) for every executed block.
+
+        The binding's hook_add wraps a callback in two more Python frames (exception guard,
+        argument adapter), which halves the launch rate; unicorn is pinned to 2.1.4, whose
+        binding exposes the raw registration used here. The counting hooks cannot raise."""
+        raw = getattr(self.uc, "_Uc__do_hook_add", None)
+        if raw is None:  # another binding version: the documented, slower path
+            self.uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: fn(None, a, s, None))
+            return
+        self._add_raw_hook(UC_HOOK_BLOCK, HOOK_CODE_CFUNC(fn))
+
+    # ---------------------------------------------------------------- counting
+    # The budget is enforced by Unicorn itself (emu_start count=), so the per-block Python
+    # hooks count, and check each block's instruction set the first time they see it; they
+    # run once per executed block and dominate emulation time.
+    def _check_block(self, address, size) -> tuple[int, tuple[int, str] | None]:
+        """(bytes up to and including the block's first wfi, (address, what) of its first
+        instruction outside RV32IMF or None)."""
+        code = bytes(self.uc.mem_read(address, size))
+        real = isa.until_wfi(code)
+        bad = isa.scan(code[:real], address)[0]
+        return real, (bad[0] if bad else None)
+
+    def _retired(self, address, size) -> int:
+        """Bytes of the block that really execute, checked once per block: up to its first
+        wfi, and only RV32IMF (Unicorn's CPU would run RV32A/D/C code too)."""
+        known = self._blocks.get(address)
+        if known is not None and known[0] == size:
+            return known[1]
+        real, bad = self._check_block(address, size)
+        if bad:
+            at, what = bad
+            self._set_fault(faults.IllegalInstruction, f"{what} (the core is RV32IMF)", None, at)
+            self.uc.emu_stop()
+            real = at - address
+        self._blocks[address] = (size, real)
+        return real
+
+    def _on_block(self, _handle, address, size, _key):
+        known = self._blocks.get(address)  # _retired() inlined: this is the hot path
+        real = known[1] if known is not None and known[0] == size else self._retired(address, size)
+        self.instructions += real >> 2
+        self.blocks += 1
+
+    def _block_cycles(self, address, size) -> int:
+        # hot path: one dictionary lookup keyed by (previous block, this block)
+        key = (self.prev, address, size)
+        c = self._pair_cycles.get(key)
+        if c is None:
+            c = self._pair_cycles[key] = self.timer.cost(self.prev, address, size)
+        self.prev = (address, size)
+        return c
+
+    def _on_block_timed(self, _handle, address, size, _key):
+        size = self._retired(address, size)
+        self.cycles += self._block_cycles(address, size)
+        self.instructions += size >> 2
+        self.blocks += 1
+
+    def _on_block_traced(self, _handle, address, size, _key):
+        size = self._retired(address, size)
+        c = self._block_cycles(address, size) if self.timer else size >> 2
+        self.cycles += c
+        self.trace.append((address, size, c))
+        self.instructions += size >> 2
+        self.blocks += 1
+
+    def _on_data_access(self, _handle, _access, address, size, _value, _key):
+        """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,
+        when it crosses a word boundary (a word not on a word boundary, a halfword at
+        address 3 mod 4): Unicorn performs it, the timing model charges the extra cycle."""
+        if (size == 4 and address & 3) or (size == 2 and address & 3 == 3):
+            self.cycles += self.split_penalty
+            self.misaligned += 1
+            if self.tracing:
+                a, s, c = self.trace[-1]
+                self.trace[-1] = (a, s, c + self.split_penalty)
+
+    def _on_access(self, uc, access, address, size, value, region):
+        counts = self.writes if access == UC_MEM_WRITE else self.reads
+        counts[region] = counts.get(region, 0) + 1
+
+    # ---------------------------------------------------------------- faults
+    def _set_fault(self, cls, message, address, pc=None):
+        """Keep the first fault of a step (pc None: the PC where emulation stopped)."""
+        if self._fault is None:
+            self._fault = (cls, message, address, pc)
+
+    def _on_guard(self, uc, access, address, size, value, region):
+        name, base, real = region
+        if address + size <= base + real:  # ends inside the region: fine
+            return
+        verb = "write" if access == UC_MEM_WRITE else "read"
+        self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past {name} ({real} B at 0x{base:08x})", address)
+        uc.emu_stop()
+
+    def _on_invalid(self, uc, access, address, size, value, _):
+        window = next((r for r in abi.REGIONS if r.base <= address < r.base + pages(r.size)), None)
+        if access in (UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED) and window is not None:
+            # (Unicorn fetches 2 bytes first, for RVC: the size says nothing here)
+            self._set_fault(faults.ExecuteProtected, f"instruction fetch from {window.name}: only "
+                            f"{EXECUTABLE} is executable", address)
+        elif access == UC_MEM_WRITE_PROT:
+            self._set_fault(faults.WriteProtected, f"store of {size} B to {window.name if window else '?'}", address)
+        elif window is abi.LDS:  # inside the LDS window, past the LDS the GST declares
+            verb = "write" if access == UC_MEM_WRITE_UNMAPPED else "read"
+            self._set_fault(faults.OutOfBounds, f"{verb} of {size} B past LDS ({self.lds_bytes} B at "
+                            f"0x{abi.LDS.base:08x})", address)
+        else:
+            what = {UC_MEM_WRITE_UNMAPPED: f"store of {size} B", UC_MEM_FETCH_UNMAPPED: "instruction fetch"}
+            self._set_fault(faults.UnmappedAccess, f"{what.get(access, f'load of {size} B')} outside every region",
+                            address)
+        return False
+
+    def _on_trap(self, uc, intno, _):
+        cause = TRAP_CAUSES.get(intno, f"exception {intno}")
+        cls = faults.IllegalInstruction if intno == 2 else faults.Trap
+        # Unicorn has already stepped past the instruction (unicorn-engine/unicorn#1990);
+        # every RV32IMF instruction is 4 bytes
+        self._set_fault(cls, cause, None, self._read_pc() - 4)
+        uc.emu_stop()
+
+    def _fault_exception(self, stopped_at: int) -> faults.Fault:
+        """The step's first fault, at its own PC if it recorded one."""
+        cls, message, address, pc = self._fault
+        pc = stopped_at if pc is None else pc
+        return cls(message, pc, self.image.symbolize(pc), disasm.at(self.uc, pc), address)
+
+    def _raise_fault(self, stopped_at: int):
+        raise self._fault_exception(stopped_at)
+
+    def _fault_from(self, e: UcError) -> int:
+        """Record the fault of a step that Unicorn ended with an error; returns the PC."""
+        pc = self._read_pc()
+        if self._fault is None:
+            if int.from_bytes(self.uc.mem_read(pc, 4), "little") == isa.EBREAK:
+                self._set_fault(faults.Trap, TRAP_CAUSES[3], None)  # Unicorn reports it as invalid
+            else:
+                cls = faults.IllegalInstruction if "INSN_INVALID" in str(e) or e.errno == 10 else faults.Trap
+                self._set_fault(cls, str(e), None)
+        return pc

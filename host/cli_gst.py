@@ -1,0 +1,62 @@
+"""quco-emu gst: show, pack or check a GPU Specification Table (gst/tables.py).
+host/cli.py registers this command and maps errors to exit codes.
+"""
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from quco.gst import abi, tables
+from quco.gst.userinput import printable
+
+
+def _cli():
+    """host/cli.py (its console, UserError, GST checks and file writer); it imports this module."""
+    from quco.host import cli
+    return cli
+
+
+def _text(raw: bytes) -> str:
+    """A NUL-padded GST string field (the GPU name) as text, control characters escaped."""
+    return printable(raw.rstrip(b"\0").decode(errors="replace"))
+
+
+def cmd_gst(args) -> int:
+    cli = _cli()
+    if args.action == "show":
+        raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
+        g = tables.unpack(raw)
+        if args.json:
+            print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))
+            return 0
+        t = Table(title=f"GST {printable(args.file)}")
+        for col in ("field", "value", "meaning") + (("source",) if src else ()):
+            t.add_column(col, overflow="fold")
+        for f in abi.GST.fields:
+            v = g[f.name]
+            shown = _text(v) if isinstance(v, bytes) else (
+                f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
+            t.add_row(f.name, shown, f.doc, *((printable(src.get(f.name, "")),) if src else ()))
+        cli.out.print(t)
+        return 0
+    if args.action == "pack":
+        raw = tables.load(args.file)
+        if not args.output:
+            raise cli.UserError("gst pack: give -o OUTPUT.gst")
+        cli._write(args.output, raw)
+        cli.out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
+        return 0
+    raw = cli.checked_gst(args.file)  # check: the firmware's own boot rules (gst/abi.py)
+    name = _text(tables.unpack(raw)["name"])
+    cli.out.print(f"{printable(args.file)}: ok ({name})")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("gst", help="show, pack or check a GPU Specification Table")
+    p.add_argument("action", choices=("show", "pack", "check"))
+    p.add_argument("file", help="preset name, .toml preset or binary .gst")
+    p.add_argument("-o", "--output", help="pack: where to write the 256-byte table")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gst)
