@@ -10,7 +10,6 @@ host/cli.py registers these commands and maps errors to exit codes.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
