@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         t.add_row(f"{lay.name} ({paper})", *cells)
     out.print(t)
 
-    t = Table(title=f"FC-5's tile at 1500/1300/1100/900 MHz per consumer wavefront count (the host API gives 7)")
+    t = Table(title="FC-5's tile at 1500/1300/1100/900 MHz per consumer wavefront count (the host API gives 7)")
     t.add_column("Wfs", justify="right")
     for reading in READINGS:
         t.add_column(reading, justify="right")

@@ -27,7 +27,7 @@ def banner(body: str, comment: str) -> str:
 
 
 def c_struct(s: abi.Struct) -> str:
-    lines = [f"/* {s.doc} */", f"typedef struct {{"]
+    lines = [f"/* {s.doc} */", "typedef struct {"]
     for f in s.fields:
         if f.ctype.startswith("char["):
             lines.append(f"    char {f.name}[{f.size}]; /* {f.doc} */")

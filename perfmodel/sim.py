@@ -196,7 +196,7 @@ class Model:
                 self._transfer(slot, g, k, arrived[gi], from_l2=not first_wg and g.stationary)
 
     def _consumer(self, slot: int, arrived, free, first_wg: bool):
-        env, m = self.env, self.m
+        env = self.env
         instr = const("WAVE_INSTR_CYCLES")
         for k in range(self.steps):
             t0 = env.now

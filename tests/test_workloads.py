@@ -1,7 +1,6 @@
 """Workloads: the format and its errors, the GEMM/conv derivation, the runner's timeline and
 cache behaviour, the baselines, DVFS and tenants, checked against hand-computed values,
 closed forms and the reference model."""
-import dataclasses
 import json
 
 import pytest
