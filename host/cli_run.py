@@ -61,7 +61,8 @@ def cmd_run(args) -> int:
             tenants[0].clocks = trace.clocks(len(tenants[0].workload.layers))
         steps = runner.run(session, tenants)
         summary = baselines.compare(steps, session) if not args.no_baselines else {}
-        compared = dvfs.compare(gpu, tenants[0].workload, trace, **options) if trace else None
+        compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines, **options)
+                    if trace else None)
     except runner.UnitError as e:
         raise fail(str(e), 3) from None
     totals = {tid: runner.totals([s for s in steps if s.tenant == tid]) for tid in range(len(tenants))}
@@ -98,7 +99,7 @@ def cmd_run(args) -> int:
             out.print(_type_table(t, gpu, [r for r in types if r["tenant"] == tid], bool(summary)))
         _totals(out, t, totals[tid], summary.get(tid), len(tenants) > 1)
     if compared:
-        out.print(_dvfs_table(compared))
+        out.print(_dvfs_table(compared, args.layers))
     if args.trace:
         out.print(Text(f"wrote {args.trace} (open in https://ui.perfetto.dev)"))
     if written:
@@ -175,18 +176,37 @@ def _x(v) -> str:
     return "n/a" if v is None else f"{v:.3f}x"
 
 
-def _dvfs_table(c: dict) -> Table:
-    s = c["summary"]
+def _dvfs_table(c: dict, every_layer: bool) -> Table:
+    """One row per layer while the trace's clock changes (every layer with --layers or when
+    the workload is short); the caption sums up the layers that hold the trace's last clock."""
+    s, rows = c["summary"], c["rows"]
+    shown = rows if every_layer or len(rows) <= PER_LAYER_MAX else rows[:s["trace_layers"]]
+    rest = rows[len(shown):]
+    caption = (f"whole run: HW {s['hw_ns'] / 1000:,.1f} us, SW {s['sw_ns'] / 1000:,.1f} us, HW speedup "
+               f"{s['hw_speedup_total']:.3f}x; per layer {s['min_hw_speedup']:.3f}x ({s['min_at']}) to "
+               f"{s['max_hw_speedup']:.3f}x ({s['max_at']}); configurations differ on {s['layers_config_differs']} "
+               f"layers")
+    if rest:
+        caption += (f"; layers {rest[0]['index']}-{rest[-1]['index']} hold {rest[0]['clock_mhz']:g} MHz "
+                    f"(not shown; --layers shows them): configurations differ on "
+                    f"{sum(not r['same_config'] for r in rest)}")
+    oracle = "max_clock_aware_gain" in s
+    if oracle:
+        caption += (f". What knowing the clock is worth at all (Fine-Tuned for the layer's clock over Fine-Tuned for "
+                    f"the GST's, both at the layer's clock): {s['clock_aware_gain_total']:.3f}x over the run, up to "
+                    f"{s['max_clock_aware_gain']:.3f}x ({s['max_clock_aware_at']})")
     tab = Table(title=Text(f"DVFS trace {s['trace']}: QuCo-HW (reads the clock) vs QuCo-SW (assumes the GST clock)"),
-                caption=(f"whole run: HW {s['hw_ns'] / 1000:,.1f} us, SW {s['sw_ns'] / 1000:,.1f} us, HW speedup "
-                         f"{s['hw_speedup_total']:.3f}x; per layer {s['min_hw_speedup']:.3f}x ({s['min_at']}) to "
-                         f"{s['max_hw_speedup']:.3f}x ({s['max_at']}); configurations differ on "
-                         f"{s['layers_config_differs']} layers"))
-    for col in ("#", "layer", "MHz", "HW config", "SW config", "HW us", "SW us", "HW speedup"):
-        tab.add_column(col, justify="left" if col in ("layer", "HW config", "SW config") else "right")
-    for r in c["rows"]:
-        tab.add_row(str(r["index"]), Text(r["name"]), f"{r['clock_mhz']:g}", r["hw_config"], r["sw_config"],
-                    _ns(r["hw_ns"]), _ns(r["sw_ns"]), f"{r['hw_speedup']:.3f}")
+                caption=Text(caption))
+    cols = ["#", "layer", "MHz", "HW config", "SW config", "HW us", "SW us", "HW speedup"]
+    cols += ["Fine-Tuned at the clock", "clock-aware gain"] if oracle else []
+    for col in cols:
+        tab.add_column(col, justify="left" if "config" in col or col in ("layer", "Fine-Tuned at the clock") else "right")
+    for r in shown:
+        cells = [str(r["index"]), Text(r["name"]), f"{r['clock_mhz']:g}", r["hw_config"], r["sw_config"],
+                 _ns(r["hw_ns"]), _ns(r["sw_ns"]), f"{r['hw_speedup']:.3f}"]
+        if oracle:
+            cells += [r["fine_config"] or "n/a", "n/a" if r["clock_aware_gain"] is None else f"{r['clock_aware_gain']:.3f}"]
+        tab.add_row(*cells)
     return tab
 
 

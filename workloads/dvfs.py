@@ -16,7 +16,7 @@ from pathlib import Path
 from quco.examples import WORKLOADS
 from quco.gst import schema
 from quco.perfmodel.evaluate import geomean
-from quco.workloads import runner
+from quco.workloads import baselines, runner
 from quco.workloads.format import WorkloadError, Workload, read_json
 
 TRACE_SCHEMA = {
@@ -59,24 +59,53 @@ def load_trace(path) -> Trace:
     return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""))
 
 
-def compare(gpu: str, workload: Workload, trace: Trace, **session_options) -> dict:
-    """QuCo-HW and QuCo-SW on the same trace; rows per layer and a summary."""
+def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool = True, **session_options) -> dict:
+    """QuCo-HW and QuCo-SW on the same trace; rows per layer and a summary.
+
+    With `clock_aware_best`, each row also says what knowing the clock is worth at all: the
+    exhaustive best (ATT/Fine-Tuned) for the layer's clock against the exhaustive best for the
+    GST's clock, both run at the layer's clock (`clock_aware_gain`, >= 1). QuCo-HW cannot gain
+    more than an oracle's choice would, so this bounds what any clock-aware configurator could
+    get on the model."""
     clocks = trace.clocks(len(workload.layers))
-    runs = {}
+    runs, sessions = {}, {}
     for variant, tell in (("hw", True), ("sw", False)):
-        s = runner.Session(gpu, **session_options)
-        runs[variant] = runner.run(s, [runner.Tenant(workload, clocks=clocks, tell_clock=tell)])
+        sessions[variant] = runner.Session(gpu, **session_options)
+        runs[variant] = runner.run(sessions[variant], [runner.Tenant(workload, clocks=clocks, tell_clock=tell)])
     rows = []
     for hw, sw in zip(runs["hw"], runs["sw"]):
         rows.append({"index": hw.layer.index, "name": hw.layer.name, "type": hw.layer.type, "clock_mhz": hw.clock_mhz,
                      "hw_config": hw.label, "sw_config": sw.label, "hw_ns": hw.run_ns, "sw_ns": sw.run_ns,
                      "hw_speedup": sw.run_ns / hw.run_ns, "same_config": hw.config == sw.config})
+    if clock_aware_best:
+        _clock_aware_best(sessions["hw"], runs["hw"], rows)
     hw_total, sw_total = (max(s.end for s in runs[v]) for v in ("hw", "sw"))
     best = max(rows, key=lambda r: r["hw_speedup"])
     worst = min(rows, key=lambda r: r["hw_speedup"])
-    summary = {"trace": trace.name, "hw_ns": hw_total, "sw_ns": sw_total, "hw_speedup_total": sw_total / hw_total,
+    summary = {"trace": trace.name, "trace_layers": len(trace.clocks_mhz), "hw_ns": hw_total, "sw_ns": sw_total,
+               "hw_speedup_total": sw_total / hw_total,
                "hw_speedup_geomean": geomean(r["hw_speedup"] for r in rows),
                "max_hw_speedup": best["hw_speedup"], "max_at": best["name"],
                "min_hw_speedup": worst["hw_speedup"], "min_at": worst["name"],
                "layers_config_differs": sum(not r["same_config"] for r in rows)}
+    gains = [r for r in rows if r.get("clock_aware_gain") is not None]
+    if gains:
+        top = max(gains, key=lambda r: r["clock_aware_gain"])
+        summary.update({"max_clock_aware_gain": top["clock_aware_gain"], "max_clock_aware_at": top["name"],
+                        "clock_aware_gain_total": sum(r["fine_nominal_ns"] for r in gains)
+                        / sum(r["fine_ns"] for r in gains)})
     return {"rows": rows, "summary": summary, "steps": runs}
+
+
+def _clock_aware_best(session: runner.Session, steps: list[runner.Step], rows: list[dict]) -> None:
+    """Adds the oracle's columns to `rows` (see compare); None where no configuration fits."""
+    g_items = tuple(sorted((k, v) for k, v in session.g.items() if not isinstance(v, bytes)))
+    for step, row in zip(steps, rows):
+        m = session.machine(int(step.clock_mhz), step.active_cus, step.lds_bytes)
+        nominal = session.machine(0, step.active_cus, step.lds_bytes)
+        here, there = (baselines.fine_tuned(x, g_items, step.work) for x in (m, nominal))
+        nominal_ns = runner.model_ns(m, step.work, there[0]) if here and there else None
+        row.update({"fine_config": here[0].label(step.work) if here else None,
+                    "fine_nominal_config": there[0].label(step.work) if there else None,
+                    "fine_ns": here[1] if here else None, "fine_nominal_ns": nominal_ns,
+                    "clock_aware_gain": nominal_ns / here[1] if nominal_ns else None})
