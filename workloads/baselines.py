@@ -26,6 +26,11 @@ from quco.workloads.runner import Step, model_ns
 CASES = ("ATT/Semi-Tuned", "ATT/Fine-Tuned", "QuCo")
 
 
+def gst_key(g: dict) -> tuple:
+    """The GST's values as a hashable key for fine_tuned's cache (the name's bytes left out)."""
+    return tuple(sorted((k, v) for k, v in g.items() if not isinstance(v, bytes)))
+
+
 @functools.lru_cache(maxsize=4096)
 def fine_tuned(m: Machine, g_items: tuple, work: Work) -> tuple[Config, float] | None:
     ranked = search.exhaustive(m, dict(g_items), work)
@@ -47,7 +52,7 @@ def semi_config(first: Config, first_work: Work, m: Machine, work: Work) -> tupl
 def compare(steps: list[Step], session) -> dict:
     """Adds ATT/Semi-Tuned and ATT/Fine-Tuned columns to every step (in place, `extra`)
     and returns the per-workload summary: totals and geometric-mean speedups."""
-    g_items = tuple(sorted((k, v) for k, v in session.g.items() if not isinstance(v, bytes)))
+    g_items = gst_key(session.g)
     summary = {}
     for tid in dict.fromkeys(s.tenant for s in steps):
         mine = [s for s in steps if s.tenant == tid]

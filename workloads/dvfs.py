@@ -99,7 +99,7 @@ def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool =
 
 def _clock_aware_best(session: runner.Session, steps: list[runner.Step], rows: list[dict]) -> None:
     """Adds the oracle's columns to `rows` (see compare); None where no configuration fits."""
-    g_items = tuple(sorted((k, v) for k, v in session.g.items() if not isinstance(v, bytes)))
+    g_items = baselines.gst_key(session.g)
     for step, row in zip(steps, rows):
         m = session.machine(int(step.clock_mhz), step.active_cus, step.lds_bytes)
         nominal = session.machine(0, step.active_cus, step.lds_bytes)
