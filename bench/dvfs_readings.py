@@ -27,7 +27,7 @@ from rich.table import Table
 
 from calibrate import constant
 from quco.gst import tables
-from quco.host import reference
+from quco.host import explain, reference
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work
@@ -65,8 +65,8 @@ def tile(gst: bytes, kernel, **changes) -> int | None:
 
 
 def scan_best(gst: bytes, kernel) -> int:
-    steps: list[dict] = []
-    reference.planner(gst, kernel.record(), steps).plan()
+    """The merit scan's best tile, before the CI step (as `quco-emu explain` shows it)."""
+    steps = explain.trace(gst, kernel.record())[3]
     return next(s for s in steps if s["step"] == "ci")["best"]
 
 

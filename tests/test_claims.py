@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from conftest import EXAMPLES_DIR, ROOT
 from quco.gst import abi, tables
-from quco.host import fuzz, reference
+from quco.host import explain, fuzz
 from quco.host.kernel import load_kernel
 
 MATRIX = ["matrix-vector", "matrix-matrix", "matrix-matrix-reduction", "batched-matrix-matrix"]
@@ -126,8 +126,7 @@ def test_the_tile_scan_never_peaks_between_the_smallest_tile_and_simd_x_wfs(lat,
     k = load_kernel(EXAMPLES_DIR / "mi100" / "matrix-matrix.json")
     k = dataclasses.replace(k, consumer_wavefronts=wfs, core_clock_mhz=clock,
                             queues=[(n, t, elem) for n, t, _ in k.queues])
-    steps: list[dict] = []
-    reference.planner(tables.pack(g), k.record(), steps).plan()
+    steps = explain.trace(tables.pack(g), k.record())[3]
     best = next(s for s in steps if s["step"] == "ci")["best"]
     assert best == g["min_tile_elems"] or best >= simd * wfs
 
