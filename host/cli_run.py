@@ -61,8 +61,10 @@ def cmd_run(args) -> int:
             tenants[0].clocks = trace.clocks(len(tenants[0].workload.layers))
         steps = runner.run(session, tenants)
         summary = baselines.compare(steps, session) if not args.no_baselines else {}
-        compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines, **options)
-                    if trace else None)
+        # the run above is QuCo-HW's: the trace's clocks went into the launch records
+        compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines,
+                                 active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
+                                 hw_run=(session, steps), **options) if trace else None)
     except runner.UnitError as e:
         raise fail(str(e), 3) from None
     totals = {tid: runner.totals([s for s in steps if s.tenant == tid]) for tid in range(len(tenants))}

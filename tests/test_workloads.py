@@ -247,3 +247,16 @@ def test_a_bad_dvfs_trace_names_each_clock_and_its_range(tmp_path, capsys):
     assert "clocks_mhz[0]: 1500.0 is written with a decimal point; expected integer 1 to 10000" in err
     assert "clocks_mhz[1]: 0 is out of range; expected integer 1 to 10000" in err
     assert "Traceback" not in err
+
+
+def test_dvfs_runs_on_the_tenants_partition(tmp_path, capsys):
+    """`run W@CUS:LDS --dvfs T`: QuCo-HW's and QuCo-SW's configurations are the partition's (the
+    CU step on 16 of the R9 Nano's 64 CUs leaves Matrix-Matrix more slots than on all 64)."""
+    w = write(tmp_path, {"name": "d", "layers": [{"name": "mm", **MM}]})
+    trace = write(tmp_path, {"name": "t", "clocks_mhz": [1000]}, "t.json")
+    assert main(["run", f"{w}@16:32768", "--gpu", "r9-nano", "--dvfs", str(trace), "--json", "--no-baselines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    partition = doc["layers"][0]["config"]
+    assert doc["dvfs"]["rows"][0]["hw_config"] == doc["dvfs"]["rows"][0]["sw_config"] == partition
+    assert main(["run", str(w), "--gpu", "r9-nano", "--json", "--no-baselines"]) == 0
+    assert json.loads(capsys.readouterr().out)["layers"][0]["config"] != partition

@@ -59,8 +59,12 @@ def load_trace(path) -> Trace:
     return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""))
 
 
-def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool = True, **session_options) -> dict:
-    """QuCo-HW and QuCo-SW on the same trace; rows per layer and a summary.
+def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool = True, active_cus: int = 0,
+            lds_bytes: int = 0, hw_run: tuple | None = None, **session_options) -> dict:
+    """QuCo-HW and QuCo-SW on the same trace; rows per layer and a summary. The workload runs
+    on `active_cus` and `lds_bytes` per CU (0 = all). `hw_run` = (session, steps) of a run
+    already made with the trace's clocks told to the unit (the CLI's own run), so QuCo-HW is
+    not run twice.
 
     With `clock_aware_best`, each row also says what knowing the clock is worth at all: the
     exhaustive best (ATT/Fine-Tuned) for the layer's clock against the exhaustive best for the
@@ -69,9 +73,13 @@ def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool =
     get on the model."""
     clocks = trace.clocks(len(workload.layers))
     runs, sessions = {}, {}
+    if hw_run is not None:
+        sessions["hw"], runs["hw"] = hw_run
     for variant, tell in (("hw", True), ("sw", False)):
-        sessions[variant] = runner.Session(gpu, **session_options)
-        runs[variant] = runner.run(sessions[variant], [runner.Tenant(workload, clocks=clocks, tell_clock=tell)])
+        if variant not in runs:
+            sessions[variant] = runner.Session(gpu, **session_options)
+            tenant = runner.Tenant(workload, active_cus, lds_bytes, clocks=clocks, tell_clock=tell)
+            runs[variant] = runner.run(sessions[variant], [tenant])
     rows = []
     for hw, sw in zip(runs["hw"], runs["sw"]):
         rows.append({"index": hw.layer.index, "name": hw.layer.name, "type": hw.layer.type, "clock_mhz": hw.clock_mhz,
