@@ -135,12 +135,12 @@ class WhisperStep(nn.Module):
 class Logits(nn.Module):
     """The model called with keyword arguments (their names are the ONNX inputs'), first output."""
 
-    def __init__(self, model, names, **fixed):
+    def __init__(self, model, names, output=0, **fixed):
         super().__init__()
-        self.model, self.names, self.fixed = model, names, fixed
+        self.model, self.names, self.output, self.fixed = model, names, output, fixed
 
     def forward(self, *args):
-        return self.model(**dict(zip(self.names, args)), **self.fixed)[0]
+        return self.model(**dict(zip(self.names, args)), **self.fixed)[self.output]
 
 
 def whisper(full):
@@ -175,7 +175,9 @@ def albert(full, classifier=False):
                                      num_hidden_layers=2, vocab_size=1000))
     seq = (128 if classifier else 512) if full else 32
     names = ["input_ids", "attention_mask"]
-    model = Logits(AlbertForSequenceClassification(cfg) if classifier else AlbertModel(cfg), names)
+    # AlbertModel: the pooled output, so the pooler stays in the graph (the paper's 74 counts it)
+    model = Logits(AlbertForSequenceClassification(cfg) if classifier else AlbertModel(cfg), names,
+                   0 if classifier else 1)
     ids = torch.zeros(1, seq, dtype=torch.long)
     return model, (ids, torch.ones_like(ids)), names
 
