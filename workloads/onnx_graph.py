@@ -130,14 +130,22 @@ class Graph:
         return self.shapes.get(name, (None, 0))[1]
 
 
+def _symbolic():
+    """ONNX Runtime's SymbolicShapeInference, or None when onnxruntime (or sympy) is missing."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:
+        return None
+    return SymbolicShapeInference
+
+
 def _infer(onnx, model, notes: list[str]):
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except Exception as e:      # InferenceError, ValidationError...: keep the graph, note why
         notes.append(f"onnx.shape_inference failed: {userinput.printable(str(e).splitlines()[0] if str(e) else type(e).__name__)[:200]}")
-    try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-    except ImportError:
+    symbolic = _symbolic()
+    if symbolic is None:
         notes.append("ONNX Runtime's symbolic shape inference is not installed (pip install 'quco-emu[onnx]'): "
                      "shapes computed at run time stay unknown")
         return model
@@ -146,7 +154,7 @@ def _infer(onnx, model, notes: list[str]):
     try:
         # auto_merge: a symbolic and a fixed dimension that meet in a broadcast are the same
         # (what the exporter traced); guess_output_rank: an unknown operator keeps its input's rank
-        out = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=True)
+        out = symbolic.infer_shapes(model, auto_merge=True, guess_output_rank=True)
         if out is not None:
             return out
         notes.append("ONNX Runtime's symbolic shape inference gave up (an operator it cannot follow)")
