@@ -279,13 +279,42 @@ def export(name: str, out: Path, full: bool, keep_weights: bool, dynamo: bool) -
     return path
 
 
+def whisper_generation_launches(steps: int = 20) -> list[int]:
+    """Linear/Conv launches of Whisper-Tiny (published sizes) per call of a generation loop with
+    the key/value cache, as transformers' generate() runs it: the encoder once, then one decoder
+    step per token (each step's output projection included). [encoder, step 1, step 2, ...]."""
+    model, (features, token), _ = whisper(full=True)
+    hf = model.model.eval()
+    counts, hooks = [0], []
+    for mod in hf.modules():
+        if isinstance(mod, (nn.Linear, nn.Conv1d)):
+            hooks.append(mod.register_forward_hook(lambda *_: counts.__setitem__(-1, counts[-1] + 1)))
+    with torch.no_grad():
+        encoded = hf.model.encoder(features)
+        cache, ids = None, token
+        for _ in range(steps):
+            counts.append(0)
+            out = hf(encoder_outputs=encoded, decoder_input_ids=ids, past_key_values=cache, use_cache=True)
+            cache, ids = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    for h in hooks:
+        h.remove()
+    return counts
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", action="store_true", help="the published sizes (default: the shrunk fixtures)")
     ap.add_argument("--out", type=Path, default=FIXTURES)
     ap.add_argument("--keep-weights", action="store_true", help="keep the random weights (the memory test)")
     ap.add_argument("--only", action="append", choices=sorted(MODELS))
+    ap.add_argument("--whisper-generation", type=int, metavar="STEPS",
+                    help="count Whisper-Tiny's launches in a KV-cache generation loop of STEPS tokens, and stop")
     args = ap.parse_args(argv)
+    if args.whisper_generation:
+        counts = whisper_generation_launches(args.whisper_generation)
+        print(f"Whisper-Tiny, {args.whisper_generation} decoding steps with the KV cache: {sum(counts)} launches "
+              f"= encoder {counts[0]} + steps {' + '.join(map(str, counts[1:]))}")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     todo = [(name, True) for name in args.only or MODELS] + [(name, False) for name in TORCHSCRIPT
                                                               if name in (args.only or MODELS)]
