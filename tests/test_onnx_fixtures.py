@@ -123,3 +123,16 @@ def test_imported_whisper_types_run_as_the_bundled_types(elf_path):
     assert mine["cache_hit_rate"] == theirs["cache_hit_rate"]
     for key in ("layers", "makespan_ns", "run_ns", "reconf_cycles", "reconf_instructions", "exposed_ns"):
         assert mine[key] == theirs[key], key
+
+
+def test_the_kv_cache_whisper_is_what_a_generation_loop_launches():
+    """whisper-tiny-kv-cache.json: the encoder (2 + 4 x 6), the first step (4 x 10 + proj_out), 19
+    steps with cross-attention k and v from the cache (4 x 8 + proj_out); whisper-tiny.json's types."""
+    w = format.load(ROOT / "examples" / "workloads" / "whisper-tiny-kv-cache.json")
+    paper = format.load(ROOT / "examples" / "workloads" / "whisper-tiny.json")
+    assert len(w.layers) == 2 + 4 * 6 + (4 * 10 + 1) + 19 * (4 * 8 + 1) == 694
+    assert w.types() == paper.types()
+    count = {t: sum(l.type == t for l in w.layers) for t in w.types()}
+    assert count["FC-1"] == 4 * 4 + 4 * 2           # encoder q, k, v, out; cross k, v once per decoder layer
+    assert count["FC-7"] == 20                       # the output projection at every step
+    assert count["FC-4"] == 20 * 4 * 6               # self q, k, v, out; cross q, out
