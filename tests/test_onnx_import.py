@@ -204,6 +204,10 @@ def hostile(node, inputs, inits, tmp_path, capsys, extra=()):
      [dims_only("w", [4], T.FLOAT16)], "weight [4] has rank 1"),
     (helper.make_node("MatMul", ["x", "w"], ["y"], name="huge"), [vi("x", [2, 4])],
      [dims_only("w", [4, 1 << 31], T.FLOAT16)], "gemm.n: 2147483648 is out of range"),
+    (helper.make_node("Conv", ["x", "w"], ["y"], name="stride0", strides=[0, 0]), [vi("x", [1, 4, 8, 8])],
+     [dims_only("w", [4, 4, 3, 3], T.FLOAT16)], "conv.stride[0]: 0 is out of range; expected integer 1 to 4096"),
+    (helper.make_node("Conv", ["x", "w"], ["y"], name="wide"), [vi("x", [1, 4, 2, 2])],
+     [dims_only("w", [4, 4, 5, 5], T.FLOAT16)], "conv.input[0]: 2 is smaller than the kernel's reach 5"),
 ])
 def test_a_bad_node_is_named_with_the_model_file_never_a_traceback(node, inputs, inits, reason, tmp_path, capsys):
     code, err, out = hostile(node, inputs, inits, tmp_path, capsys)
@@ -212,6 +216,20 @@ def test_a_bad_node_is_named_with_the_model_file_never_a_traceback(node, inputs,
     assert str(out) not in err
     code, err, out = hostile(node, inputs, inits, tmp_path, capsys, ["--allow-partial"])
     assert code == 0 and json.loads(out.read_text())["skipped_layers"][0]["name"] == node.name
+
+
+def test_a_layer_inside_a_loop_body_is_named_as_skipped():
+    body = helper.make_graph([helper.make_node("MatMul", ["a", "bw"], ["c"], name="inner")], "body",
+                             [vi("i", [], T.INT64), vi("cond", [], T.BOOL), vi("a", [2, 4])],
+                             [vi("cond", [], T.BOOL), vi("c", [2, 4])], [dims_only("bw", [4, 4], T.FLOAT16)])
+    m = model([helper.make_node("Loop", ["n", "c0", "x"], ["y"], name="loop", body=body),
+               helper.make_node("MatMul", ["x", "w"], ["z"], name="outer")],
+              [vi("n", [], T.INT64), vi("c0", [], T.BOOL), vi("x", [2, 4])], [dims_only("w", [4, 4], T.FLOAT16)],
+              ("y", "z"))
+    with pytest.raises(WorkloadError, match="node inner .MatMul.: inside the body of Loop node loop"):
+        onnx_import.convert(m)
+    doc, _ = onnx_import.convert(m, allow_partial=True)
+    assert [l["name"] for l in doc["layers"]] == ["outer"] and doc["skipped_layers"][0]["name"] == "inner"
 
 
 def test_non_utf8_names_and_terminal_escapes_never_reach_the_terminal(tmp_path, capsys):
@@ -265,6 +283,10 @@ def test_cli_import_writes_a_workload_that_runs(tmp_path, capsys):
     assert json.loads(out.read_text())["unsupported"][0]["op_type"] == "Relu"
     assert main(["run", str(out), "--no-baselines", "--json"]) == 0
     assert [l["name"] for l in json.loads(capsys.readouterr().out)["layers"]] == ["fc1", "fc2"]
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(src.read_bytes()[:len(src.read_bytes()) // 2])
+    assert main(["import", str(cut), "-o", str(tmp_path / "x.json")]) == 2
+    assert f"{cut}: not a readable ONNX model" in capsys.readouterr().err
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
     assert main(["import", str(bad), "-o", str(tmp_path / "x.json")]) == 2

@@ -56,13 +56,12 @@ def _inner_layers(node, where: str) -> list[dict]:
     return found
 
 
-def _type_problem(key: str, entry: dict) -> str | None:
+def _type_problem(entry: dict) -> str | None:
     """What the workload loader says about a layer of this body, or None when it loads."""
     try:
-        format.parse({"name": "import", "layer_types": {key: entry}, "layers": [{"name": "layer", "type": key}]},
-                     "import")
+        format.parse({"name": "import", "layers": [{"name": "layer", **entry}]}, "import")
     except WorkloadError as e:
-        return "; ".join(p.removeprefix("import: ") for p in e.problems)
+        return "; ".join(p.removeprefix("import: ").removeprefix("layers[0] (layer): ") for p in e.problems)
     return None
 
 
@@ -123,7 +122,7 @@ def convert(path, name: str | None = None, elem_size: int | None = None, attenti
         size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
         key, entry = type_key(kind, body, size), {kind: body, "elem_size": size}
         if key not in types:
-            problem = _type_problem(key, entry)
+            problem = _type_problem(entry)
             if problem:
                 skip(problem)
                 continue
@@ -133,7 +132,7 @@ def convert(path, name: str | None = None, elem_size: int | None = None, attenti
     if skipped and not (allow_partial and layers):
         lines = [f"{where}: {len(skipped)} of {total} {WHAT} nodes cannot be imported" +
                  (f"; --allow-partial writes the other {len(layers)} and lists these under \"skipped_layers\""
-                  if layers else "") + f" (the first {min(len(skipped), SHOWN_SKIPPED)}:)"]
+                  if layers else "") + (":" if len(skipped) <= SHOWN_SKIPPED else f"; the first {SHOWN_SKIPPED}:")]
         lines += [f"{where}: node {s['name']} ({s['op_type']}): {s['reason']}" for s in skipped[:SHOWN_SKIPPED]]
         raise WorkloadError(lines + g.notes)
     if not layers:
