@@ -126,7 +126,9 @@ def _layer_table(t, gpu, steps, with_baselines: bool) -> Table:
     cols = ["#", "layer", "MHz", "QuCo config", "cache", "instr", "reconf us", "run us", "exposed us"]
     cols += ["Fine-Tuned", "QuCo/Fine"] if with_baselines else []
     for c in cols:
-        tab.add_column(c, justify="left" if c in ("layer", "QuCo config", "Fine-Tuned") else "right")
+        # a long layer name (an imported module path) folds onto more lines instead of losing its tail
+        tab.add_column(c, justify="left" if c in ("layer", "QuCo config", "Fine-Tuned") else "right",
+                       overflow="fold" if c == "layer" else "ellipsis")
     for s in steps:
         row = [str(s.layer.index), Text(s.layer.name), f"{s.clock_mhz:g}", s.label, "hit" if s.cache_hit else "miss",
                f"{s.instructions:,}", _ns(s.reconf_ns), _ns(s.run_ns),

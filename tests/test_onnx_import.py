@@ -171,6 +171,16 @@ def test_quantized_matmuls_are_gemms_of_one_byte_elements():
     m = model([helper.make_node("MatMulInteger", ["x", "w"], ["y"], name="qfc")], [vi("x", [16, 32], T.UINT8)],
               [dims_only("w", [32, 8], T.INT8)], kind=T.INT32)
     assert bodies(onnx_import.convert(m)[0]) == [{"gemm": {"m": 16, "k": 32, "n": 8}, "elem_size": 1}]
+    scale = [helper.make_tensor(n, T.FLOAT, [], [0.1]) for n in ("xs", "ws", "ys")]
+    zero = [helper.make_tensor(n, T.UINT8, [], [0]) for n in ("xz", "yz")] + [helper.make_tensor("wz", T.INT8, [], [0])]
+    q = model([helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["h"], name="qlm"),
+               helper.make_node("QLinearConv", ["img", "xs", "xz", "k", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
+                                pads=[1, 1, 1, 1], group=4)],
+              [vi("x", [16, 32], T.UINT8), vi("img", [1, 4, 8, 8], T.UINT8)],
+              [dims_only("w", [32, 8], T.INT8), dims_only("k", [4, 1, 3, 3], T.INT8)] + scale + zero, ("h", "y"), T.UINT8)
+    got = bodies(onnx_import.convert(q)[0])
+    assert got[0] == {"gemm": {"m": 16, "k": 32, "n": 8}, "elem_size": 1}
+    assert got[1]["conv"]["groups"] == 4 and got[1]["elem_size"] == 1
 
 
 def test_weights_are_read_for_their_dims_only():
