@@ -71,7 +71,7 @@ def test_a_linear_over_a_batch_is_one_gemm_and_convolutions_keep_their_settings(
     assert got[1]["conv"] == {"in_channels": 3, "out_channels": 16, "kernel": [3, 3], "input": [32, 32],
                               "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1]}
     # padding that differs between the sides: the GEMM of the inferred output, 31 x 31 positions (32 + 1 - 3 + 1)
-    assert got[2] == {"gemm": {"m": 31 * 31, "k": 27, "n": 16, "batch": 1}, "elem_size": 4}
+    assert got[2] == {"gemm": {"m": 31 * 31, "k": 27, "n": 16}, "elem_size": 4}
     assert format.parse(doc).layers[1].kernel.work_groups == 16 * 16 // 8   # 32x32 stride 2 -> 16x16 positions
 
 

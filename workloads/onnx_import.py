@@ -73,6 +73,34 @@ def _title(name, graph_name: str, where: str) -> str:
     return userinput.printable(Path(where).stem) if where != "model" else "model"
 
 
+def _layer(onnx, g, node, op: str, elem_size: int | None, attention: str) -> tuple[str, dict] | None:
+    """(type key, layer type) of a MatMul/Gemm/Conv node; None for an attention product left out;
+    ValueError with the reason when the node cannot be a layer."""
+    need = LAYER_OPS[op]
+    if len(node.input) <= max(need) or not all(node.input[p] for p in need):
+        raise ValueError(f"{op} with inputs {[userinput.printable(text(n)) for n in node.input]}; expected at least "
+                         f"{max(need) + 1}, operands at positions {', '.join(map(str, need))}")
+    ins = [node.input[p] for p in need]
+    shapes = [g.dims(n) for n in ins]
+    unknown = [userinput.printable(text(n)) for n, d in zip(ins, shapes) if d is None]
+    if unknown:
+        raise ValueError(f"shape of {', '.join(unknown)} unknown after shape inference (ONNX and ONNX Runtime's symbolic)")
+    if attention == "exclude" and op in MATMUL_OPS + ("Gemm",) and not any(n in g.constant for n in ins):
+        return None
+    attrs = {text(a.name): onnx.helper.get_attribute_value(a) for a in node.attribute}
+    kind, body = layer_body(op, shapes, g.dims(node.output[0]) if node.output else None, attrs)
+    size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
+    return type_key(kind, body, size), {kind: body, "elem_size": size}
+
+
+def _partial(where: str, layers: list, skipped: list, notes: list) -> WorkloadError:
+    lines = [f"{where}: {len(skipped)} of {len(layers) + len(skipped)} {WHAT} nodes cannot be imported" +
+             (f"; --allow-partial writes the other {len(layers)} and lists these under \"skipped_layers\""
+              if layers else "") + (":" if len(skipped) <= SHOWN_SKIPPED else f"; the first {SHOWN_SKIPPED}:")]
+    lines += [f"{where}: node {s['name']} ({s['op_type']}): {s['reason']}" for s in skipped[:SHOWN_SKIPPED]]
+    return WorkloadError(lines + notes)
+
+
 def convert(path, name: str | None = None, elem_size: int | None = None, attention: str = "exclude",
             allow_partial: bool = False) -> tuple[dict, list[dict]]:
     """(workload document, nodes that are not layers) for an ONNX file or ModelProto."""
@@ -93,48 +121,26 @@ def convert(path, name: str | None = None, elem_size: int | None = None, attenti
         skipped += _inner_layers(node, f"{userinput.printable(op)[:64]} node {label}")
     types, layers, attention_left = {}, [], 0
     for (i, node, op), label in zip(candidates, layer_names(candidates, text)):
-        def skip(reason):
-            skipped.append({"name": label, "op_type": op, "reason": reason})
-        need = LAYER_OPS[op]
-        if len(node.input) <= max(need) or not all(node.input[p] for p in need):
-            skip(f"{op} with inputs {[userinput.printable(text(n)) for n in node.input]}; expected at least "
-                 f"{max(need) + 1}, operands at positions {', '.join(map(str, need))}")
-            continue
-        ins = [node.input[p] for p in need]
-        shapes = [g.dims(n) for n in ins]
-        unknown = [userinput.printable(text(n)) for n, d in zip(ins, shapes) if d is None]
-        if unknown:
-            skip(f"shape of {', '.join(unknown)} unknown after shape inference (ONNX and ONNX Runtime's symbolic)")
-            continue
-        if op in MATMUL_OPS + ("Gemm",) and not any(n in g.constant for n in ins):
-            attention_left += attention == "exclude"
-            if attention == "exclude":
+        try:
+            made = _layer(onnx, g, node, op, elem_size, attention)
+            if made is None:
+                attention_left += 1
                 unsupported.append({"name": label, "op_type": op, "reason": "attention product (both operands "
                                     "depend on the model's inputs): left out by --attention exclude, as the "
                                     "paper's layer counts"})
                 continue
-        try:
-            attrs = {text(a.name): onnx.helper.get_attribute_value(a) for a in node.attribute}
-            kind, body = layer_body(op, shapes, g.dims(node.output[0]) if node.output else None, attrs)
+            key, entry = made
+            if key not in types:
+                problem = _type_problem(entry)
+                if problem:
+                    raise ValueError(problem)
+                types[key] = entry
         except ValueError as e:
-            skip(userinput.printable(str(e)))
+            skipped.append({"name": label, "op_type": op, "reason": userinput.printable(str(e))})
             continue
-        size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
-        key, entry = type_key(kind, body, size), {kind: body, "elem_size": size}
-        if key not in types:
-            problem = _type_problem(entry)
-            if problem:
-                skip(problem)
-                continue
-            types[key] = entry
         layers.append({"name": label, "type": key})
-    total = len(layers) + len(skipped)
     if skipped and not (allow_partial and layers):
-        lines = [f"{where}: {len(skipped)} of {total} {WHAT} nodes cannot be imported" +
-                 (f"; --allow-partial writes the other {len(layers)} and lists these under \"skipped_layers\""
-                  if layers else "") + (":" if len(skipped) <= SHOWN_SKIPPED else f"; the first {SHOWN_SKIPPED}:")]
-        lines += [f"{where}: node {s['name']} ({s['op_type']}): {s['reason']}" for s in skipped[:SHOWN_SKIPPED]]
-        raise WorkloadError(lines + g.notes)
+        raise _partial(where, layers, skipped, g.notes)
     if not layers:
         ops = ", ".join(sorted({s["op_type"] for s in unsupported})) or "none"
         why = (f"{attention_left} attention products, left out by --attention exclude (--attention include "

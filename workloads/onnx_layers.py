@@ -91,8 +91,8 @@ def conv(x: list, w: list, y: list | None, at: dict) -> tuple[str, dict]:
     if pads[:dims] != pads[dims:]:     # the schema's padding is the same on both sides
         if y is None or len(y) != len(x):
             raise ValueError(f"padding {pads} differs between the sides and the output shape is unknown")
-        return "gemm", {"m": x[0] * math.prod(y[2:]), "k": w[1] * math.prod(kernel), "n": w[0] // group,
-                        "batch": group}
+        body = {"m": x[0] * math.prod(y[2:]), "k": w[1] * math.prod(kernel), "n": w[0] // group}
+        return "gemm", {**body, "batch": group} if group > 1 else body
     body = {"in_channels": x[1], "out_channels": w[0], "kernel": kernel, "input": list(x[2:]),
             "stride": strides, "padding": pads[:dims], "dilation": dil}
     if group != 1:
