@@ -81,12 +81,12 @@ def _layer(onnx, g, node, op: str, elem_size: int | None, attention: str) -> tup
         raise ValueError(f"{op} with inputs {[userinput.printable(text(n)) for n in node.input]}; expected at least "
                          f"{max(need) + 1}, operands at positions {', '.join(map(str, need))}")
     ins = [node.input[p] for p in need]
+    if attention == "exclude" and op in MATMUL_OPS + ("Gemm",) and not any(n in g.constant for n in ins):
+        return None     # whatever its shapes
     shapes = [g.dims(n) for n in ins]
     unknown = [userinput.printable(text(n)) for n, d in zip(ins, shapes) if d is None]
     if unknown:
         raise ValueError(f"shape of {', '.join(unknown)} unknown after shape inference (ONNX and ONNX Runtime's symbolic)")
-    if attention == "exclude" and op in MATMUL_OPS + ("Gemm",) and not any(n in g.constant for n in ins):
-        return None
     attrs = {text(a.name): onnx.helper.get_attribute_value(a) for a in node.attribute}
     kind, body = layer_body(op, shapes, g.dims(node.output[0]) if node.output else None, attrs)
     size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
