@@ -149,8 +149,9 @@ def _infer(onnx, model, notes: list[str]):
         notes.append("ONNX Runtime's symbolic shape inference is not installed (pip install 'quco-emu[onnx]'): "
                      "shapes computed at run time stay unknown")
         return model
-    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
-    level, log.level = log.level, logging.CRITICAL
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")   # its warnings become our notes
+    level = log.level
+    log.setLevel(logging.CRITICAL)
     try:
         # auto_merge: a symbolic and a fixed dimension that meet in a broadcast are the same
         # (what the exporter traced); guess_output_rank: an unknown operator keeps its input's rank
@@ -162,7 +163,7 @@ def _infer(onnx, model, notes: list[str]):
         notes.append(f"ONNX Runtime's symbolic shape inference failed: "
                      f"{userinput.printable(str(e).splitlines()[0] if str(e) else type(e).__name__)[:200]}")
     finally:
-        log.level = level
+        log.setLevel(level)
     return model
 
 
