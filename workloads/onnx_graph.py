@@ -149,7 +149,7 @@ def _infer(onnx, model, notes: list[str]):
         notes.append("ONNX Runtime's symbolic shape inference is not installed (pip install 'quco-emu[onnx]'): "
                      "shapes computed at run time stay unknown")
         return model
-    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")   # its warnings become our notes
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")   # quiet: a failure becomes a note
     level = log.level
     log.setLevel(logging.CRITICAL)
     try:
