@@ -151,6 +151,20 @@ def test_a_partial_import_is_an_error_unless_allowed_and_run_says_so(tmp_path, c
     assert json.loads(capsys.readouterr().out)["tenants"][0]["totals"]["skipped_layers"] == 1
 
 
+def test_a_long_list_of_other_nodes_is_summed_up_per_operator(monkeypatch):
+    monkeypatch.setattr(onnx_import, "MAX_LISTED", 2)
+    doc, unsupported = onnx_import.convert(mlp())
+    assert doc["unsupported"] == unsupported                       # one node: listed as it is
+    m = model([helper.make_node("MatMul", ["x", "w"], ["h0"], name="fc")] +
+              [helper.make_node("Relu", [f"h{i}"], [f"h{i + 1}"], name=f"r{i}") for i in range(3)] +
+              [helper.make_node("Neg", ["h3"], ["y"], name="neg")],
+              [vi("x", [4, 8])], [dims_only("w", [8, 8], T.FLOAT16)])
+    doc, unsupported = onnx_import.convert(m)
+    assert len(unsupported) == 4 and doc["unsupported"] == [
+        {"name": "3 nodes, the first r0", "op_type": "Relu", "reason": "not a MatMul, Gemm or Conv"},
+        {"name": "1 nodes, the first neg", "op_type": "Neg", "reason": "not a MatMul, Gemm or Conv"}]
+
+
 def test_nothing_to_import_says_why():
     with pytest.raises(WorkloadError, match="nothing to import: 1 nodes, none a MatMul/Gemm/Conv: Relu"):
         onnx_import.convert(model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], []))

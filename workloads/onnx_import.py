@@ -31,6 +31,8 @@ from quco.workloads.onnx_names import layer_names
 
 ATTENTION = ("exclude", "include")
 SHOWN_SKIPPED = 5       # nodes named in the partial-import error
+MAX_LISTED = 10_000     # "unsupported" lists nodes one by one up to this many (~130 bytes each), then
+                        # one entry per operator: a workload file may have 16 MB (format.MAX_FILE_BYTES)
 WHAT = "MatMul/Gemm/Conv"
 
 
@@ -91,6 +93,15 @@ def _layer(onnx, g, node, op: str, elem_size: int | None, attention: str) -> tup
     kind, body = layer_body(op, shapes, g.dims(node.output[0]) if node.output else None, attrs)
     size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
     return type_key(kind, body, size), {kind: body, "elem_size": size}
+
+
+def _summary(unsupported: list[dict]) -> list[dict]:
+    """One entry per (operator, reason) when there are too many nodes to list one by one."""
+    groups: dict = {}
+    for u in unsupported:
+        groups.setdefault((u["op_type"], u["reason"]), []).append(u["name"])
+    return [{"name": f"{len(names):,} nodes, the first {names[0]}"[:256], "op_type": op, "reason": reason}
+            for (op, reason), names in groups.items()]
 
 
 def _partial(where: str, layers: list, skipped: list, notes: list) -> WorkloadError:
@@ -156,7 +167,7 @@ def convert(path, name: str | None = None, elem_size: int | None = None, attenti
            + (f" {len(skipped)} {WHAT} nodes could not be imported (skipped_layers)." if skipped else ""),
            "layer_types": types, "layers": layers}
     if unsupported:
-        doc["unsupported"] = unsupported
+        doc["unsupported"] = unsupported if len(unsupported) <= MAX_LISTED else _summary(unsupported)
     if skipped:
         doc["skipped_layers"] = skipped
     return doc, unsupported
