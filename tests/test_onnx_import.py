@@ -257,17 +257,18 @@ def test_a_layer_inside_a_loop_body_is_named_as_skipped():
 
 
 def test_non_utf8_names_and_terminal_escapes_never_reach_the_terminal(tmp_path, capsys):
-    m = model([helper.make_node("MatMul", ["x", "w"], ["h"], name="fcQQ"),
+    m = model([helper.make_node("MatMul", ["xQQ", "wQQ"], ["h"], name="fcQQ"),     # node and tensor names
                helper.make_node("Relu", ["h"], ["y"], name="\x1b[31mred\x1b]0;title\x07"),
                helper.make_node("Evil\x1b[2J", ["h"], ["z"], name="custom", domain="x.evil")],
-              [vi("x", [4, 8])], [dims_only("w", [8, 8], T.FLOAT16)], ("y", "z"))
+              [vi("xQQ", [4, 8])], [dims_only("wQQ", [8, 8], T.FLOAT16)], ("y", "z"), name="gQQ")
     src, out = tmp_path / "m.onnx", tmp_path / "m.json"
     src.write_bytes(m.SerializeToString().replace(b"fcQQ", b"fc\xff\xfe"))     # not UTF-8
     assert main(["import", str(src), "-o", str(out)]) == 0
     captured = capsys.readouterr()
     assert "\x1b" not in captured.out + captured.err and "\\x1b[2J" in captured.out
     doc = json.loads(out.read_text())
-    assert doc["layers"][0]["name"] == "fc\\xff\\xfe"
+    assert doc["layers"][0]["name"] == "fc\\xff\\xfe" and doc["name"] == "g\\xff\\xfe"
+    assert doc["layer_types"][doc["layers"][0]["type"]]["gemm"] == {"m": 4, "k": 8, "n": 8}
     assert {u["name"] for u in doc["unsupported"]} >= {"\\x1b[31mred\\x1b]0;title\\x07"}
     assert main(["run", str(out), "--no-baselines", "--layers"]) == 0
     assert "\x1b[31m" not in capsys.readouterr().out

@@ -61,16 +61,21 @@ def _weights_as_inputs(onnx, graph) -> set:
     weights, declared, keep = set(), {i.name for i in graph.input}, []
     for init in graph.initializer:
         weights.add(init.name)
-        if _large(init):
-            if init.name not in declared:
-                graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
-        else:
+        if not _large(init):
             keep.append(init)
+        elif isinstance(init.name, bytes):      # not UTF-8: no input can carry that name; dims only
+            _strip(init)
+            keep.append(init)
+        elif init.name not in declared:
+            graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
     del graph.initializer[:]
     graph.initializer.extend(keep)
     nodes = []
     for node in graph.node:
         big = [a.t for a in node.attribute if a.name == "value" and a.HasField("t") and _large(a.t)]
+        if big and isinstance(node.output[0] if node.output else "", bytes):
+            _strip(big[0])
+            big = []
         if node.op_type == "Constant" and big and len(node.output) == 1:
             weights.add(node.output[0])
             graph.input.append(onnx.helper.make_tensor_value_info(node.output[0], big[0].data_type, list(big[0].dims)))
