@@ -205,6 +205,19 @@ def test_weights_are_read_for_their_dims_only():
     assert g.model.ByteSize() < 10_000
 
 
+def test_weights_in_an_external_file_are_never_read(tmp_path):
+    """A model saved with its weights beside it (> 2 GB models must be): the import needs no data file."""
+    np = pytest.importorskip("numpy")
+    small = onnx.numpy_helper.from_array(np.ones(384, np.float32), "ln")   # 1.5 KB: external, yet few elements
+    big = onnx.numpy_helper.from_array(np.ones((384, 384), np.float32), "w")
+    m = model([helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"), helper.make_node("Mul", ["h", "ln"], ["y"])],
+              [vi("x", [4, 384], T.FLOAT)], [big, small], kind=T.FLOAT)
+    onnx.save(m, tmp_path / "m.onnx", save_as_external_data=True, location="m.data", size_threshold=1024)
+    (tmp_path / "m.data").unlink()
+    doc, _ = onnx_import.convert(tmp_path / "m.onnx")
+    assert bodies(doc) == [{"gemm": {"m": 4, "k": 384, "n": 384}, "elem_size": 4}] and "failed" not in doc["description"]
+
+
 # ---------------------------------------------------------------- hostile inputs (issue 24, part 5)
 def hostile(node, inputs, inits, tmp_path, capsys, extra=()):
     """Import a graph with one bad node (and a good fc): exit 2 naming the .onnx file and the node."""

@@ -41,8 +41,11 @@ def text(value) -> str:
 
 
 def _large(tensor) -> bool:
-    """More than KEEP_ELEMENTS elements, or no data at all (dims only, as the test fixtures)."""
-    has_data = tensor.raw_data or tensor.external_data or any(
+    """More than KEEP_ELEMENTS elements, data in an external file (never read), or no data at all
+    (dims only, as the test fixtures)."""
+    if tensor.external_data or tensor.data_location == 1:      # TensorProto.EXTERNAL
+        return True
+    has_data = tensor.raw_data or any(
         len(getattr(tensor, f)) for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data",
                                           "string_data"))
     return math.prod(tensor.dims) > KEEP_ELEMENTS or (not has_data and math.prod(tensor.dims) > 0)
