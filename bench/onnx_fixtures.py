@@ -1,7 +1,8 @@
 """ONNX exports of real architectures for `quco-emu import`: the test fixtures and the full sizes.
 
     python bench/onnx_fixtures.py                       # tests/fixtures/onnx/*.onnx (tiny, committed)
-    python bench/onnx_fixtures.py --full --out /tmp/onnx-full [--keep-weights] [--only whisper]
+    python bench/onnx_fixtures.py --full --out /tmp/onnx-full [--keep-weights] [--only whisper-tiny]
+    python bench/onnx_fixtures.py --whisper-generation 20       # launches of a KV-cache generation loop
 
 Needs torch and transformers (not installed by `make test`: CI does not install torch). Every
 model is built from its published configuration with random weights (nothing is downloaded)
@@ -133,7 +134,7 @@ class WhisperStep(nn.Module):
 
 
 class Logits(nn.Module):
-    """The model called with keyword arguments (their names are the ONNX inputs'), first output."""
+    """The model called with keyword arguments (their names are the ONNX inputs'); one of its outputs."""
 
     def __init__(self, model, names, output=0, **fixed):
         super().__init__()
