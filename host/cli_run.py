@@ -67,7 +67,8 @@ def cmd_run(args) -> int:
                                  hw_run=(session, steps), **options) if trace else None)
     except runner.UnitError as e:
         raise fail(str(e), 3) from None
-    totals = {tid: runner.totals([s for s in steps if s.tenant == tid]) for tid in range(len(tenants))}
+    totals = {tid: {**runner.totals([s for s in steps if s.tenant == tid]), "skipped_layers": len(t.workload.skipped)}
+              for tid, t in enumerate(tenants)}
     types = baselines.by_type(steps)
     written = []
     if args.trace:
@@ -125,7 +126,9 @@ def _layer_table(t, gpu, steps, with_baselines: bool) -> Table:
     cols = ["#", "layer", "MHz", "QuCo config", "cache", "instr", "reconf us", "run us", "exposed us"]
     cols += ["Fine-Tuned", "QuCo/Fine"] if with_baselines else []
     for c in cols:
-        tab.add_column(c, justify="left" if c in ("layer", "QuCo config", "Fine-Tuned") else "right")
+        # a long layer name (an imported module path) folds onto more lines instead of losing its tail
+        tab.add_column(c, justify="left" if c in ("layer", "QuCo config", "Fine-Tuned") else "right",
+                       overflow="fold" if c == "layer" else "ellipsis")
     for s in steps:
         row = [str(s.layer.index), Text(s.layer.name), f"{s.clock_mhz:g}", s.label, "hit" if s.cache_hit else "miss",
                f"{s.instructions:,}", _ns(s.reconf_ns), _ns(s.run_ns),
@@ -165,6 +168,10 @@ def _totals(out, t, tot, summ, shared: bool) -> None:
         line += (f"; the unit's queueing delay {tot['queueing_ns'] / 1000:,.2f} us in total, "
                  f"{tot['max_queueing_ns'] / 1000:,.2f} us at most")
     out.print(Text(line))
+    if t.workload.skipped:
+        out.print(Text(f"{t.workload.name} is a partial import: {len(t.workload.skipped)} MatMul/Gemm/Conv nodes of "
+                       "the model are not in it (skipped_layers in the file); every figure here leaves them out",
+                       style="bold"))
     if summ:
         out.print(Text(
             f"whole model: QuCo {summ['quco_ns'] / 1000:,.1f} us (exposed reconfiguration included), ATT/Fine-Tuned "
@@ -214,21 +221,37 @@ def _dvfs_table(c: dict, every_layer: bool) -> Table:
 
 def cmd_import(args) -> int:
     out, fail, _ = _ui()
+    from quco.gst.userinput import printable
     from quco.workloads import onnx_import
-    doc, skipped = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size)
+    if not args.output:
+        raise fail("-o/--output: empty; expected the workload JSON file to write")
+    if args.name is not None and not args.name.strip():
+        raise fail("--name: empty; expected the workload's name (or leave --name out: the graph's or the file's)")
+    doc, unsupported = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size,
+                                           attention=args.attention, allow_partial=args.allow_partial)
     text = json.dumps(doc, indent=1) + "\n"
-    format.parse(json.loads(text), args.output)     # what we write must load
+    format.parse(json.loads(text), args.model)     # what we write must load; problems name the model
     try:
         write_text(args.output, text)
     except OSError as e:
         raise fail(e.strerror if args.output in (e.strerror or "") else f"{args.output}: cannot write: {e.strerror}") from None
-    out.print(Text(f"wrote {args.output}: {len(doc['layers'])} layers from {args.model}"))
-    if skipped:
-        kinds = {}
-        for s in skipped:
-            kinds.setdefault(s["op_type"], []).append(s["name"])
-        out.print(Text(f"not imported ({len(skipped)} nodes, listed under \"unsupported\" in the file): " +
-                       "; ".join(f"{k} x{len(v)}" for k, v in kinds.items())))
+    src = printable(args.model)
+    out.print(Text(f"wrote {printable(args.output)}: {len(doc['layers'])} layers ({len(doc['layer_types'])} types) "
+                   f"from {src}, \"{doc['name']}\""))
+    left = [u for u in unsupported if u["op_type"] in onnx_import.LAYER_OPS]
+    if left:
+        out.print(Text(f"left out: {len(left)} attention products (activation x activation MatMuls), as the paper's "
+                       "layer counts; --attention include imports them"))
+    kinds: dict = {}
+    for u in unsupported:
+        if u["op_type"] not in onnx_import.LAYER_OPS:
+            kinds[u["op_type"]] = kinds.get(u["op_type"], 0) + 1
+    if kinds:
+        out.print(Text(f"not layers ({sum(kinds.values())} nodes, listed under \"unsupported\" in the file): " +
+                       "; ".join(f"{k} x{v}" for k, v in kinds.items())))
+    if doc.get("skipped_layers"):
+        out.print(Text(f"partial import (--allow-partial): {len(doc['skipped_layers'])} MatMul/Gemm/Conv nodes are not "
+                       "in the workload (listed under \"skipped_layers\"; quco-emu run repeats it)", style="bold"))
     return 0
 
 
@@ -253,6 +276,13 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("import", help="an ONNX model's MatMul, Gemm and Conv nodes as a workload file")
     p.add_argument("model")
     p.add_argument("-o", "--output", required=True, help="workload JSON to write")
-    p.add_argument("--name", help="workload name (default: the graph's)")
+    p.add_argument("--name", help="workload name (default: the graph's, or the file's when the exporter named it "
+                   "main_graph)")
     p.add_argument("--elem-size", type=int, choices=(1, 2, 4, 8), help="bytes per element (default: the tensors')")
+    p.add_argument("--attention", choices=("exclude", "include"), default="exclude",
+                   help="attention's own products (activation x activation MatMuls): left out by default, as the "
+                   "paper's layer counts (AlbertV2 74, T5-Small 96)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="write the layers that import when some MatMul/Gemm/Conv nodes cannot (else exit 2); "
+                   "the file lists the others under skipped_layers")
     p.set_defaults(func=cmd_import)

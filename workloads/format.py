@@ -55,6 +55,7 @@ class Workload:
     gpu: str | None = None
     sources: list[str] = field(default_factory=list)
     path: str = ""
+    skipped: list[dict] = field(default_factory=list)   # a partial import's left-out nodes (skipped_layers)
 
     def types(self) -> list[str]:
         """Unique layer types in order of first appearance."""
@@ -186,7 +187,8 @@ def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
     if problems:
         raise WorkloadError(sorted(set(problems), key=problems.index))
     layers = _expand(copy.deepcopy(doc), base or Path("."), file)
-    return Workload(doc["name"], layers, doc.get("description", ""), doc.get("gpu"), doc.get("sources", []), file)
+    return Workload(doc["name"], layers, doc.get("description", ""), doc.get("gpu"), doc.get("sources", []), file,
+                    doc.get("skipped_layers", []))
 
 
 def read_json(path, what: str = "workload", limit: int = MAX_FILE_BYTES):

@@ -1,151 +1,173 @@
-"""An ONNX model as a workload: MatMul, Gemm and Conv nodes become layers, in graph order.
+"""An ONNX model as a workload: its MatMul, Gemm and Conv nodes become layers, in graph order.
 
-Shapes come from ONNX shape inference (`onnx.shape_inference.infer_shapes`). Every other
-node, and any of these three whose shapes are not known as whole numbers (a symbolic batch
-dimension, say), is listed under the workload's "unsupported" with the reason: nothing is
-dropped silently. Layers of the same shape share one entry of "layer_types".
+    doc, unsupported = convert("model.onnx", attention="exclude", allow_partial=False)
 
-`onnx` is an optional dependency (pip install 'quco-emu[onnx]').
+- Shapes: onnx_graph (ONNX shape inference, then ONNX Runtime's symbolic shape inference),
+  read without the weights' data.
+- Layers: MatMul (numpy broadcasting), Gemm (transA/transB), Conv (1-D, 2-D; groups and
+  depthwise as such) and their quantized forms (MatMulInteger, QLinearMatMul, ConvInteger,
+  QLinearConv); onnx_layers turns each into a `gemm` or `conv` body. Layers of the same body
+  share one layer type, named by every field of the body.
+- Attention products (a MatMul whose two operands both depend on the model's inputs: QK^T
+  and AV) are left out by default, as the paper's layer counts leave them out (AlbertV2 74,
+  T5-Small 96); `attention="include"` imports them.
+- A MatMul/Gemm/Conv that cannot be imported (shape unknown, a 3-D convolution, a node the
+  format cannot hold) makes the import fail with the count and the first few nodes, unless
+  `allow_partial`: then the workload lists them under "skipped_layers" and `quco-emu run`
+  says so in its totals. Every other node is listed under "unsupported" with the reason.
+
+`onnx` and `onnxruntime` are optional dependencies (pip install 'quco-emu[onnx]').
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
-
 from quco.gst import userinput
+from quco.workloads import derive, format
 from quco.workloads.format import WorkloadError
+from quco.workloads.onnx_graph import EXPORTER_GRAPH_NAMES, onnx_module, read, text
+from quco.workloads.onnx_layers import LAYER_OPS, MATMUL_OPS, layer_body, type_key
+from quco.workloads.onnx_names import layer_names
 
-SUPPORTED = ("MatMul", "Gemm", "Conv")
-MAX_MODEL_BYTES = (2 << 30) - 1
+ATTENTION = ("exclude", "include")
+SHOWN_SKIPPED = 5       # nodes named in the partial-import error
+MAX_LISTED = 10_000     # "unsupported" lists nodes one by one up to this many (~130 bytes each), then
+                        # one entry per operator: a workload file may have 16 MB (format.MAX_FILE_BYTES)
+WHAT = "MatMul/Gemm/Conv"
 
 
-def _onnx():
+def _elem_size(onnx, elem_type: int) -> int:
     try:
-        import onnx
-    except ImportError:
-        raise WorkloadError(["quco-emu import needs the onnx package: pip install 'quco-emu[onnx]'"]) from None
-    return onnx
+        size = onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize
+    except (KeyError, TypeError, ValueError):
+        return derive.DEFAULT_ELEM_SIZE
+    return size if size in (1, 2, 4, 8) else derive.DEFAULT_ELEM_SIZE
 
 
-def _shapes(graph) -> dict:
-    """name -> (dims or None if any is symbolic, element type)."""
-    out = {}
-    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        t = vi.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim] if t.HasField("shape") else [None]
-        if None not in dims or out.get(vi.name, (None,))[0] is None:   # a declared output without a shape
-            out[vi.name] = (None if None in dims else dims, t.elem_type)  # does not hide the inferred one
-    for init in graph.initializer:
-        out[init.name] = (list(init.dims), init.data_type)
-    return out
+def _inner_layers(node, where: str) -> list[dict]:
+    """MatMul/Gemm/Conv nodes inside an If/Loop/Scan body: run a data-dependent number of times."""
+    found = []
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            for inner in g.node:
+                op = text(inner.op_type)
+                if op in LAYER_OPS:
+                    found.append({"name": userinput.printable(text(inner.name) or op)[:128], "op_type": op,
+                                  "reason": f"inside the body of {where}: runs a data-dependent number of times"})
+                found += _inner_layers(inner, where)
+    return found
 
 
-def _attrs(node) -> dict:
-    onnx = _onnx()
-    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-
-
-def _matmul(a, b):
-    """numpy.matmul semantics: 1-D operands gain a dimension, leading dimensions broadcast."""
-    a2, b2 = ([1] + a if len(a) == 1 else a), (b + [1] if len(b) == 1 else b)
-    if a2[-1] != b2[-2]:
-        raise ValueError(f"shapes {a} x {b} do not multiply")
+def _type_problem(entry: dict) -> str | None:
+    """What the workload loader says about a layer of this body, or None when it loads."""
     try:
-        lead = np.broadcast_shapes(tuple(a2[:-2]), tuple(b2[:-2]))
-    except ValueError:
-        raise ValueError(f"leading dimensions of {a} and {b} do not broadcast") from None
-    return {"m": a2[-2], "k": a2[-1], "n": b2[-1], "batch": math.prod(lead)}
+        format.parse({"name": "import", "layers": [{"name": "layer", **entry}]}, "import")
+    except WorkloadError as e:
+        return "; ".join(p.removeprefix("import: ").removeprefix("layers[0] (layer): ") for p in e.problems)
+    return None
 
 
-def _gemm(a, b, at: dict):
-    if len(a) != 2 or len(b) != 2:
-        raise ValueError(f"Gemm takes 2-D inputs, got {a} and {b}")
-    m, k = (a[::-1] if at.get("transA") else a)
-    k2, n = (b[::-1] if at.get("transB") else b)
-    if k != k2:
-        raise ValueError(f"shapes {a} x {b} (transA {at.get('transA', 0)}, transB {at.get('transB', 0)}) do not multiply")
-    return {"m": m, "k": k, "n": n}
+def _title(name, graph_name: str, where: str) -> str:
+    if name:
+        return userinput.printable(name)
+    if graph_name not in EXPORTER_GRAPH_NAMES:
+        return userinput.printable(graph_name)
+    return userinput.printable(Path(where).stem) if where != "model" else "model"
 
 
-def _conv(x, w, y, at: dict):
-    dims = len(x) - 2
-    if dims not in (1, 2):
-        raise ValueError(f"Conv over {dims} spatial dimensions; workloads take 1-D and 2-D")
-    pads = at.get("pads", [0] * 2 * dims)
-    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or pads[:dims] != pads[dims:]:
-        # asymmetric or automatic padding: the GEMM from the inferred output shape
-        if y is None:
-            raise ValueError("padding is not symmetric and the output shape is unknown")
-        g = at.get("group", 1)
-        return "gemm", {"m": x[0] * math.prod(y[2:]), "k": w[1] * math.prod(w[2:]), "n": w[0] // g, "batch": g}
-    conv = {"in_channels": x[1], "out_channels": w[0], "kernel": list(w[2:]), "input": list(x[2:]),
-            "stride": list(at.get("strides", [1] * dims)), "padding": list(pads[:dims]),
-            "dilation": list(at.get("dilations", [1] * dims))}
-    if at.get("group", 1) != 1:
-        conv["groups"] = at["group"]
-    if x[0] != 1:
-        conv["batch"] = x[0]
-    return "conv", conv
+def _layer(onnx, g, node, op: str, elem_size: int | None, attention: str) -> tuple[str, dict] | None:
+    """(type key, layer type) of a MatMul/Gemm/Conv node; None for an attention product left out;
+    ValueError with the reason when the node cannot be a layer."""
+    need = LAYER_OPS[op]
+    if len(node.input) <= max(need) or not all(node.input[p] for p in need):
+        raise ValueError(f"{op} with inputs {[userinput.printable(text(n)) for n in node.input]}; expected at least "
+                         f"{max(need) + 1}, operands at positions {', '.join(map(str, need))}")
+    ins = [node.input[p] for p in need]
+    if attention == "exclude" and op in MATMUL_OPS + ("Gemm",) and not any(n in g.constant for n in ins):
+        return None     # whatever its shapes
+    shapes = [g.dims(n) for n in ins]
+    unknown = [userinput.printable(text(n)) for n, d in zip(ins, shapes) if d is None]
+    if unknown:
+        raise ValueError(f"shape of {', '.join(unknown)} unknown after shape inference (ONNX and ONNX Runtime's symbolic)")
+    attrs = {text(a.name): onnx.helper.get_attribute_value(a) for a in node.attribute}
+    kind, body = layer_body(op, shapes, g.dims(node.output[0]) if node.output else None, attrs)
+    size = elem_size or _elem_size(onnx, g.elem_type(ins[0]))
+    return type_key(kind, body, size), {kind: body, "elem_size": size}
 
 
-def convert(path, name: str | None = None, elem_size: int | None = None) -> tuple[dict, list[dict]]:
-    """(workload document, unsupported nodes) for an ONNX file or ModelProto."""
-    onnx = _onnx()
+def _summary(unsupported: list[dict]) -> list[dict]:
+    """One entry per (operator, reason) when there are too many nodes to list one by one."""
+    groups: dict = {}
+    for u in unsupported:
+        groups.setdefault((u["op_type"], u["reason"]), []).append(u["name"])
+    return [{"name": f"{len(names):,} nodes, the first {names[0]}"[:256], "op_type": op, "reason": reason}
+            for (op, reason), names in groups.items()]
+
+
+def _partial(where: str, layers: list, skipped: list, notes: list) -> WorkloadError:
+    lines = [f"{where}: {len(skipped)} of {len(layers) + len(skipped)} {WHAT} nodes cannot be imported" +
+             (f"; --allow-partial writes the other {len(layers)} and lists these under \"skipped_layers\""
+              if layers else "") + (":" if len(skipped) <= SHOWN_SKIPPED else f"; the first {SHOWN_SKIPPED}:")]
+    lines += [f"{where}: node {s['name']} ({s['op_type']}): {s['reason']}" for s in skipped[:SHOWN_SKIPPED]]
+    return WorkloadError(lines + notes)
+
+
+def convert(path, name: str | None = None, elem_size: int | None = None, attention: str = "exclude",
+            allow_partial: bool = False) -> tuple[dict, list[dict]]:
+    """(workload document, nodes that are not layers) for an ONNX file or ModelProto."""
+    if attention not in ATTENTION:
+        raise ValueError(f"attention: {attention!r}; expected one of {ATTENTION}")
+    onnx = onnx_module()
     where = "model" if isinstance(path, onnx.ModelProto) else str(path)
-    try:
-        # a regular file of at most 2 GiB (protobuf's own limit): /dev/zero would never end
-        model = path if isinstance(path, onnx.ModelProto) else onnx.load_model_from_string(
-            userinput.read_bytes(path, MAX_MODEL_BYTES, "model file (.onnx)"))
-        model = onnx.shape_inference.infer_shapes(model)
-    except userinput.UserFileError as e:
-        raise WorkloadError([str(e)]) from None
-    except Exception as e:  # onnx raises DecodeError, ValidationError, InferenceError...
-        raise WorkloadError([f"{where}: not a readable ONNX model: {str(e).splitlines()[0] if str(e) else type(e).__name__}"]) from None
-    sizes = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.FLOAT: 4,
-             onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1,
-             onnx.TensorProto.INT32: 4, onnx.TensorProto.INT64: 8}
-    shapes = _shapes(model.graph)
-    types, layers, skipped = {}, [], []
-    for i, node in enumerate(model.graph.node):
-        label = node.name or f"{node.op_type}_{i}"
-        if node.op_type not in SUPPORTED:
-            skipped.append({"name": label, "op_type": node.op_type, "reason": "not a MatMul, Gemm or Conv"})
+    g = read(path)
+    unsupported, skipped, candidates = [], [], []
+    for i, node in enumerate(g.graph.node):
+        op = text(node.op_type)
+        if op in LAYER_OPS:
+            candidates.append((i, node, op))
             continue
-        ins = [shapes.get(n, (None, 0)) for n in node.input[:2]]
-        unknown = [n for n, (dims, _) in zip(node.input[:2], ins) if dims is None]
-        if unknown:
-            skipped.append({"name": label, "op_type": node.op_type,
-                            "reason": f"shape of {', '.join(unknown)} unknown after shape inference (symbolic or missing)"})
-            continue
-        (a, ta), (b, _) = ins
+        label = userinput.printable(text(node.name) or f"{op}_{i}")[:128]
+        unsupported.append({"name": label, "op_type": userinput.printable(op)[:128],
+                            "reason": "not a MatMul, Gemm or Conv"})
+        skipped += _inner_layers(node, f"{userinput.printable(op)[:64]} node {label}")
+    types, layers, attention_left = {}, [], 0
+    for (i, node, op), label in zip(candidates, layer_names(candidates, text)):
         try:
-            if node.op_type == "MatMul":
-                kind, body = "gemm", _matmul(a, b)
-            elif node.op_type == "Gemm":
-                kind, body = "gemm", _gemm(a, b, _attrs(node))
-            else:
-                kind, body = _conv(a, b, shapes.get(node.output[0], (None, 0))[0], _attrs(node))
+            made = _layer(onnx, g, node, op, elem_size, attention)
+            if made is None:
+                attention_left += 1
+                unsupported.append({"name": label, "op_type": op, "reason": "attention product (both operands "
+                                    "depend on the model's inputs): left out by --attention exclude, as the "
+                                    "paper's layer counts"})
+                continue
+            key, entry = made
+            if key not in types:
+                problem = _type_problem(entry)
+                if problem:
+                    raise ValueError(problem)
+                types[key] = entry
         except ValueError as e:
-            skipped.append({"name": label, "op_type": node.op_type, "reason": str(e)})
+            skipped.append({"name": label, "op_type": op, "reason": userinput.printable(str(e))})
             continue
-        if kind == "gemm" and body.get("batch", 1) == 1:
-            body.pop("batch", None)
-        size = elem_size or sizes.get(ta, 2)
-        key = f"{node.op_type} " + ("x".join(str(body[d]) for d in "mkn") if kind == "gemm" else
-                                    f"{body['in_channels']}->{body['out_channels']} k{body['kernel']} in{body['input']}")
-        key += f" batch {body['batch']}" if body.get("batch", 1) > 1 else ""
-        key += f" ({size} B)"
-        types.setdefault(key, {kind: body, "elem_size": size})
         layers.append({"name": label, "type": key})
+    if skipped and not (allow_partial and layers):
+        raise _partial(where, layers, skipped, g.notes)
     if not layers:
-        raise WorkloadError([f"{where}: no MatMul, Gemm or Conv node with known shapes "
-                             f"({len(skipped)} nodes not imported: {', '.join(sorted({s['op_type'] for s in skipped})) or 'none'})"])
-    title = name or model.graph.name or Path(where).stem
-    doc = {"name": title, "description": f"Imported from {Path(where).name} by quco-emu import: "
-           f"{len(layers)} MatMul/Gemm/Conv nodes of {len(model.graph.node)}; shapes from ONNX shape inference.",
+        ops = ", ".join(sorted({s["op_type"] for s in unsupported})) or "none"
+        why = (f"{attention_left} attention products, left out by --attention exclude (--attention include "
+               "imports them)" if attention_left else f"{len(unsupported)} nodes, none a {WHAT}: {ops}")
+        raise WorkloadError([f"{where}: nothing to import: {why}"])
+    notes = "; ".join(g.notes)
+    doc = {"name": _title(name, text(g.graph.name), where),
+           "description": f"Imported from {userinput.printable(Path(where).name)} by quco-emu import: {len(layers)} "
+           f"{WHAT} nodes as layers ({len(types)} types) of {g.nodes} nodes; shapes from ONNX shape "
+           f"inference and ONNX Runtime's symbolic shape inference; attention products "
+           + (f"left out ({attention_left}), as the paper's layer counts" if attention == "exclude" else "included")
+           + (f"; {notes}" if notes else "") + "."
+           + (f" {len(skipped)} {WHAT} nodes could not be imported (skipped_layers)." if skipped else ""),
            "layer_types": types, "layers": layers}
+    if unsupported:
+        doc["unsupported"] = unsupported if len(unsupported) <= MAX_LISTED else _summary(unsupported)
     if skipped:
-        doc["unsupported"] = skipped
-    return doc, skipped
+        doc["skipped_layers"] = skipped
+    return doc, unsupported
