@@ -13,8 +13,10 @@ import json
 import os
 import re
 import shlex
+import sys
 import time
 
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
@@ -101,7 +103,9 @@ def cmd_paper(args) -> int:
     if args.json:
         print(json.dumps({"summary": scorecard.counts(rows), "rows": rows}, indent=2))
         return 0
-    cli.out.print(_table(rows))
+    # the ids are long: a file or pipe gets room for them (a terminal keeps its width)
+    wide = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False, highlight=False)
+    wide.print(_table(rows))
     cli.out.print(Text(f"scorecard: {scorecard.summary_line(rows)} ({time.monotonic() - start:.0f} s)"))
     if written:
         cli.out.print(Text(f"wrote {len(written)} files to {out_dir} (report.md, rows.csv, figures)"))

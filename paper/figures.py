@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from matplotlib import rc_context
 
+from quco.paper import ours
 from quco.paper.verdict import VERDICTS
 from quco.perfmodel import plots
 from quco.perfmodel.plots import STYLE, _bars, _figure, _save
@@ -26,8 +27,13 @@ def _ok(data) -> bool:
 
 
 def _kernel_rows(sources: dict, gpu: str | None = None) -> list[dict]:
-    return [r for k, v in sources.items() if k[0] == "kernel" and (gpu is None or k[1] == gpu) and _ok(v)
-            for r in v["rows"]]
+    """The kernel sources' rows, GPUs and kernels in the paper's order."""
+    rows = []
+    for g in ours.GPUS if gpu is None else (gpu,):
+        for stem in ours.stems(g):
+            v = sources.get(("kernel", g, stem))
+            rows += v["rows"] if _ok(v) else []
+    return rows
 
 
 def fig6(sources, out_dir):
@@ -53,9 +59,14 @@ def fig10(sources, out_dir):
     return _bars(rows, FIG10_CASES, "noatt_cycles", "speedup over NoATT/Fine-Tuned", out_dir, "fig10")
 
 
+FIG1_PANELS = (("gpu", "Matrix-Matrix"), ("kernel", "r9-nano"))   # the two the paper's claims quote
+
+
 def fig1(sources, out_dir):
+    """The paper's two panels (`quco-emu evaluate --plot` draws every kernel and GPU)."""
     port = sources.get(("portability",))
-    return plots.fig1(port, out_dir) if _ok(port) and port else None
+    rows = [r for r in port if (r["kind"], r["scope"]) in FIG1_PANELS] if _ok(port) else []
+    return plots.fig1(rows, out_dir) if rows else None
 
 
 def fig8(sources, out_dir):
@@ -72,7 +83,7 @@ def fig8(sources, out_dir):
 
 def fig9(sources, out_dir):
     w = sources.get(("workload", "whisper-tiny"))
-    return wplots.fig9(w["types"], f"{w['title']} ({w['gpu']})", out_dir) if _ok(w) else None
+    return wplots.fig9(w["types"], f"{w['title']} on {w['gpu']}", out_dir) if _ok(w) else None
 
 
 def fig12(sources, out_dir) -> list:

@@ -246,8 +246,9 @@ def dvfs_max(src, trace):
 @_measure(lambda a: [("dvfs", a["trace"])])
 def dvfs_pick(src, trace, layer, variant):
     row = find_layer(src[("dvfs", trace)]["rows"], layer)
+    told = f"told {row['clock_mhz']:g} MHz" if variant == "hw" else f"runs at {row['clock_mhz']:g} MHz, not told"
     return pick_of(row[f"{variant}_tile"], row[f"{variant}_slots"], row["streaming"],
-                   f"{row[f'{variant}_config']} at {row['clock_mhz']:g} MHz")
+                   f"{row[f'{variant}_config']} ({told})")
 
 
 @_measure(lambda a: [("dvfs", a["trace"])])

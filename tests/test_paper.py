@@ -95,7 +95,7 @@ def test_ours_is_shown_readably():
     assert show(claim("range", unit="instructions"), [1092, 1450, 1200]) == "1,092 to 1,450 instructions (3 values)"
     assert show(claim("pick"), Pick(512, 4, "512 / 4+2")) == "512 / 4+2"
     checks = [Check("MM", 1.0, ">", 0.5), Check("MV", 0.2, ">", 0.5)]
-    assert show(claim("all"), checks) == "1/2 hold; not: MV"
+    assert show(claim("all"), checks) == "1/2 hold"
     assert "MV: 0.2 > 0.5 (differs)" in show(claim("all"), checks, detail=True)
     assert show(claim("range"), None) == "n/a"
 
@@ -148,3 +148,163 @@ def test_the_bundled_claims_load_and_cover_the_papers_sources():
     assert all(c.reason and not c.reason.startswith("@") for c in every)
     with pytest.raises(ClaimsError, match="unknown claim id 'nope'"):
         claims_mod.select(every, ["nope"])
+
+
+# ---------------------------------------------------------------- measures on hand-made sources
+from quco.paper import measures  # noqa: E402
+
+
+def kernel_source(gpu, stem, cycles: dict, ideal=100.0, fine=None):
+    rows = [{"gpu": gpu, "kernel": stem.title(), "case": case, "cycles": c, "ideal_cycles": ideal,
+             "fine_cycles": fine or cycles.get("ATT/Fine-Tuned"), "tile": 512, "slots": "2/2", "config": "512 / 2",
+             "vs_fine_pct": None if c is None else 100.0 * (c / cycles["ATT/Fine-Tuned"] - 1.0)}
+            for case, c in cycles.items()]
+    return {"gpu": gpu, "stem": stem, "name": stem.title(), "streaming": [True, False], "rows": rows}
+
+
+def test_pick_of_takes_the_streaming_queues_slots():
+    assert measures.pick_of(512, [4, 4, 2], [True, True, False], "512 / 4+2").slots == 4
+    assert measures.pick_of(512, [4, 2, 2], [True, True, False], "").slots is None   # streaming queues disagree
+    assert measures.pick_of(2048, [2], [True], "2048 / 2").slots == 2
+
+
+def test_find_layer_counts_the_papers_names_in_model_order():
+    layers = [{"type": "Conv1d-1", "name": "c1"}, {"type": "Conv1d-2", "name": "c2"}, {"type": "FC-1", "name": "q"},
+              {"type": "FC-1", "name": "k"}, {"type": "FC-2", "name": "fc1"}, {"type": None, "name": "x"}]
+    assert measures.find_layer(layers, "FC-3")["name"] == "fc1"
+    assert measures.find_layer(layers, "Conv1d-2")["name"] == "c2"
+    assert measures.find_layer(layers, "first")["name"] == "c1"
+    with pytest.raises(measures.SourceFailed, match="no layer FC-4: 3 layers"):
+        measures.find_layer(layers, "FC-4")
+
+
+def test_kernel_measures_on_hand_made_rows(monkeypatch):
+    monkeypatch.setattr(measures.ours, "stems", lambda gpu: ["a", "b"])
+    cycles = {"NoATT/Non-Tuned": 400.0, "NoATT/Fine-Tuned": 150.0, "ATT/Non-Tuned": 300.0,
+              "ATT/Informed-Tuned": 120.0, "ATT/Fine-Tuned": 100.0, "QuCo": 101.0}
+    src = {("kernel", "g", "a"): kernel_source("g", "a", cycles),
+           ("kernel", "g", "b"): kernel_source("g", "b", {**cycles, "QuCo": 103.0, "ATT/Informed-Tuned": 102.0})}
+    assert measures.compute("mean_gap", src, {"gpu": "g"}) == pytest.approx(2.0)        # (1% + 3%) / 2
+    assert measures.compute("cycles_ratio", src, {"gpu": "g", "kernels": ["a", "b"], "num": "NoATT/Fine-Tuned",
+                                                  "den": "QuCo"}) == pytest.approx(150 / 101)
+    order = measures.compute("fig6_order", src, {"gpu": "g", "kernel": "b"})
+    assert judge_checks(order, 0.0) == DIFFERS and judge_checks(order, 0.01) == WITHIN   # 103 vs 102: 1% off
+    far = measures.compute("lowest_case", src, {"gpu": "g", "case": "NoATT/Non-Tuned", "factor": 0.8})
+    assert judge_checks(far, 0.25) == HOLDS                                  # 0.25 < 0.8 x 0.333
+    assert measures.compute("best_case_perf", src, {"gpu": "g", "kernel": "a"}) == pytest.approx(1.0)
+    src[("kernel", "g", "b")]["rows"][-1].update(cycles=None, vs_fine_pct=None)   # QuCo's pick did not fit
+    assert measures.compute("mean_gap", src, {"gpu": "g"}) is None
+    assert judge(claim("range", hi=1.04, tolerance=1.74), measures.compute("mean_gap", src, {"gpu": "g"})) == MISSING
+
+
+def test_a_failed_source_is_named_on_the_claim():
+    from quco.paper import scorecard
+    c = Claim(id="x", source="Fig. 9", statement="s", paper="p", kind="range", measure="workload_speedup",
+              reason="r", args={"workloads": ["w"], "over": "fine"}, lo=1.0)
+    row = scorecard.row(c, {("workload", "w"): {"error": "UnitError: layer 3 refused"}})
+    assert row["verdict"] == MISSING and "UnitError: layer 3 refused" in row["why_missing"]
+    row = scorecard.row(c, {})
+    assert row["verdict"] == MISSING and "was not computed" in row["why_missing"]
+
+
+def test_portability_and_dvfs_measures():
+    port = [{"kind": "gpu", "scope": "MM", "source": "r9", "target": "mi", "slowdown": 1.3},
+            {"kind": "gpu", "scope": "MM", "source": "mi", "target": "r9", "slowdown": 2.0},
+            {"kind": "gpu", "scope": "MM", "source": "r9", "target": "r9", "slowdown": 1.0},
+            {"kind": "gpu", "scope": "MM", "source": "r9", "target": "rx", "slowdown": None}]
+    src = {("portability",): port}
+    assert measures.compute("portability_max", src, {"kind": "gpu", "scope": "MM", "source": "r9",
+                                                     "targets": ["mi", "rx"]}) == 1.3
+    assert measures.compute("portability_max", src, {"kind": "kernel", "scope": "MM"}) is None
+    rows = [{"name": f"l{i}", "type": t, "clock_mhz": c, "hw_config": h, "sw_config": "512 / 2"}
+            for i, (t, c, h) in enumerate([("C-1", 1500, "512 / 2"), ("FC-1", 1500, "512 / 2"), ("FC-1", 1300, "256 / 2")])]
+    checks = measures.compute("dvfs_first_same", {("dvfs", "t"): {"rows": rows}}, {"traces": ["t"]})
+    assert [c.label for c in checks] == ["t: l0", "t: l1"] and judge_checks(checks, 0.0) == HOLDS
+
+
+# ---------------------------------------------------------------- the command, end to end
+import csv  # noqa: E402
+
+from quco.host import cli  # noqa: E402
+
+# a reduced scorecard: the firmware's pick, the model's best and two Fig. 6/7 rows of one kernel
+# on the R9 Nano (about a second in this process)
+FEW = ("table3-r9-nano-quco-matrix-matrix,table3-r9-nano-fine-matrix-matrix,fig6-order-matrix-matrix,"
+       "fig7-cu-off-slots-matrix-matrix")
+
+
+@pytest.mark.firmware
+def test_a_reduced_scorecard_prints_the_table_and_writes_the_report(capsys, tmp_path):
+    out = tmp_path / "paper"
+    assert cli.main(["paper", "--claims", FEW, "--gpu", "r9-nano", "--workers", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    ids = FEW.split(",")
+    assert all(i in printed for i in ids)
+    summary = next(line for line in printed.splitlines() if line.startswith("scorecard: "))
+    assert "4 claims: " in summary and all(v in summary for v in ("holds", "within tolerance", "differs"))
+    with open(out / "rows.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["id"] for r in rows] == ids
+    assert {r["verdict"] for r in rows} <= {HOLDS, WITHIN, DIFFERS} and all(r["reason"] for r in rows)
+    # the firmware's pick as the table shows it, tile first
+    assert rows[0]["ours"].startswith(json.loads(rows[0]["value"])["label"].split(" /")[0])
+    report = (out / "report.md").read_text()
+    assert all(f"`{i}`" in report for i in ids) and "(fig6.png)" in report and "(fig7.png)" in report
+    for stem in ("fig6", "fig7", "fig10", "scorecard"):
+        assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]     # no temporary folder left
+
+
+@pytest.mark.firmware
+def test_json_rows(capsys):
+    assert cli.main(["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--workers", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = doc["rows"]
+    assert row["paper"] == "512 / 4" and row["value"]["tile"] in (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+    assert sum(doc["summary"].values()) == 1
+
+
+@pytest.mark.firmware
+def test_an_interrupted_run_leaves_the_previous_report_whole(capsys, tmp_path, monkeypatch):
+    out = tmp_path / "paper"
+    args = ["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--workers", "1", "--out", str(out)]
+    assert cli.main(args) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    from quco.paper import report
+
+    def interrupted(rows):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(report, "csv_text", interrupted)   # after the figures, before anything is moved
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(args)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before    # no partial file, no temporary folder
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--claims", "no-such-claim"], "unknown claim id 'no-such-claim'"),
+    (["--claims", ","], "--claims: no claim id given"),
+    (["--scheduler", "not an address"], "--scheduler 'not an address': expected a Dask scheduler address"),
+    (["--workers", "0"], "--workers 0: expected at least 1"),
+])
+def test_bad_options_exit_2_with_a_message(capsys, extra, words):
+    assert cli.main(["paper", *extra]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_file_or_under_one_exits_2_before_any_work(capsys, tmp_path, monkeypatch):
+    from quco.paper import ours
+    monkeypatch.setattr(ours, "compute", lambda *a, **k: pytest.fail("computed before checking --out"))
+    f = tmp_path / "f"
+    f.write_text("mine")
+    for out, words in ((f, "exists and is not a folder"), (f / "sub", "cannot write there")):
+        assert cli.main(["paper", "--claims", "fig1-across-kernels-up-to-1.2x", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and str(out) in err
+    assert f.read_text() == "mine"
+
+
+def test_an_unreachable_scheduler_exits_2(capsys, tmp_path):
+    code = cli.main(["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--scheduler", "tcp://127.0.0.1:9"])
+    assert code == 2
+    assert "cannot reach Dask scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
