@@ -106,7 +106,7 @@ def cmd_paper(args) -> int:
     # the ids are long: a file or pipe gets room for them (a terminal keeps its width)
     wide = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False, highlight=False)
     wide.print(_table(rows))
-    cli.out.print(Text(f"scorecard: {scorecard.summary_line(rows)} ({time.monotonic() - start:.0f} s)"))
+    wide.print(Text(f"scorecard: {scorecard.summary_line(rows)} ({time.monotonic() - start:.0f} s)"))
     if written:
         cli.out.print(Text(f"wrote {len(written)} files to {out_dir} (report.md, rows.csv, figures)"))
     return 0

@@ -5,7 +5,7 @@ The model's figures reuse quco.perfmodel.plots (Fig. 6, 7, 1) and quco.workloads
 the paper's order, the paper's normalisation. Drawn here: Fig. 10 (per GPU, over
 NoATT/Fine-Tuned), Fig. 8 (whole models, over Fine-Tuned) and the scorecard itself.
 `draw(sources, rows, out_dir)` draws what the sources allow and returns
-[(caption, [png, svg])]; a figure whose sources were not computed is left out.
+[(source, caption, [png, svg, ...])]; a figure whose sources were not computed is left out.
 """
 from __future__ import annotations
 
@@ -116,24 +116,27 @@ def scorecard(rows: list[dict], out_dir):
         return _save(fig, out_dir, "scorecard")
 
 
+# (the paper's source the figure belongs to, caption, drawing function); None: the scorecard
 FIGURES = (
-    ("The scorecard: verdicts per source of the paper", None),
-    ("Fig. 6 (R9 Nano): each case's performance over the ideal ATT run with unlimited LDS (1.0 = ideal)", fig6),
-    ("Fig. 7 (R9 Nano): ablation, QuCo without its heuristics one by one, over ATT/Fine-Tuned", fig7),
-    ("Fig. 10: each case's speedup over NoATT/Fine-Tuned on the three GPUs", fig10),
-    ("Fig. 1: a best configuration moved to another kernel or GPU, slowdown over the target's best", fig1),
-    ("Fig. 8: whole-run performance of the workloads over per-layer ATT/Fine-Tuned", fig8),
-    ("Fig. 9: Whisper-Tiny per layer type over ATT/Fine-Tuned", fig9),
-    ("Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer on each DVFS trace", fig12),
+    (None, "The scorecard: verdicts per source of the paper", None),
+    ("Fig. 6", "Fig. 6 (R9 Nano): each case's performance over the ideal ATT run with unlimited LDS (1.0 = ideal)", fig6),
+    ("Fig. 7", "Fig. 7 (R9 Nano): ablation, QuCo without its heuristics one by one, over ATT/Fine-Tuned", fig7),
+    ("Fig. 10", "Fig. 10: each case's speedup over NoATT/Fine-Tuned on the three GPUs", fig10),
+    ("Fig. 1", "Fig. 1: a best configuration moved to another GPU (Matrix-Matrix) or kernel (R9 Nano), "
+               "slowdown over the target's own best", fig1),
+    ("Fig. 8", "Fig. 8: whole-run performance of the workloads over per-layer ATT/Fine-Tuned", fig8),
+    ("Fig. 9", "Fig. 9: Whisper-Tiny per layer type over ATT/Fine-Tuned", fig9),
+    ("Fig. 12", "Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer, and the clock, on each DVFS trace", fig12),
 )
 
 
-def draw(sources: dict, rows: list[dict], out_dir, progress=None) -> list[tuple[str, list]]:
+def draw(sources: dict, rows: list[dict], out_dir, progress=None) -> list[tuple[str | None, str, list]]:
+    """[(source, caption, paths)] of every figure the sources allow."""
     out = []
-    for caption, fn in FIGURES:
+    for source, caption, fn in FIGURES:
         paths = scorecard(rows, out_dir) if fn is None else fn(sources, out_dir)
         if paths:
-            out.append((caption, paths))
+            out.append((source, caption, paths))
         if progress:
             progress()
     return out

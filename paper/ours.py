@@ -150,7 +150,8 @@ def portability(kernel_sources: dict) -> list[dict]:
     from quco.perfmodel.params import machine
     from quco.perfmodel.work import Work
     best, models = {}, {}
-    for (_, gpu, stem), data in kernel_sources.items():
+    order = [("kernel", g, s) for g in GPUS for s in stems(g)]   # the panels in the paper's order
+    for (_, gpu, stem), data in sorted(kernel_sources.items(), key=lambda kv: order.index(kv[0])):
         fine = next((r for r in data.get("rows", []) if r["case"] == "ATT/Fine-Tuned" and r["cycles"]), None)
         if fine is None:
             continue

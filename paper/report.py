@@ -55,7 +55,7 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[dict], figs: list[tuple[str, list]], seconds: float | None, command: str) -> str:
+def markdown(rows: list[dict], figs: list[tuple], seconds: float | None, command: str) -> str:
     n = counts(rows)
     lines = ["# The QuCo paper (HPCA'26), claim by claim", "",
              f"`{command}`" + (f" ({seconds:.0f} s)" if seconds is not None else ""), "",
@@ -67,18 +67,18 @@ def markdown(rows: list[dict], figs: list[tuple[str, list]], seconds: float | No
              "claim's written tolerance), **differs**, **no verdict** (the Radeon 530's Table III column is withheld "
              "from us: our picks are shown, never judged), **could not compute**. docs/paper.md explains the "
              "tolerances; every claim's reason is listed at the end.", ""]
-    for source in dict.fromkeys(r["source"] for r in rows):
+    lines += _figures([f for f in figs if f[0] is None])
+    sources = list(dict.fromkeys(r["source"] for r in rows))
+    for source in sources:
         mine = [r for r in rows if r["source"] == source]
         lines += [f"## {source}", "", "| claim | statement | paper | ours | verdict |", "|---|---|---|---|---|"]
         lines += [f"| `{r['id']}` | {_cell(r['statement'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
                   f"{'**' + r['verdict'] + '**' if r['verdict'] == 'differs' else r['verdict']} |" for r in mine]
         lines.append("")
-    if figs:
-        lines += ["## Figures", ""]
-        for caption, paths in figs:
-            for png in (p for p in paths if Path(p).suffix == ".png"):
-                lines += [f"![{caption}]({Path(png).name})", "", f"*{caption}* (`{Path(png).name}`, "
-                          f"`{Path(png).with_suffix('.svg').name}`)", ""]
+        lines += _figures([f for f in figs if f[0] == source])
+    rest = [f for f in figs if f[0] is not None and f[0] not in sources]
+    if rest:   # drawn from sources that other claims needed
+        lines += ["## Other figures", ""] + _figures(rest)
     lines += ["## Every claim: tolerance, reason, our comparisons", ""]
     for r in rows:
         bounds = _bounds(r)
@@ -88,6 +88,14 @@ def markdown(rows: list[dict], figs: list[tuple[str, list]], seconds: float | No
                   + (f" Could not compute: {_cell(r['why_missing'])}" if r["why_missing"] else "")]
     lines += ["", "Counts: " + ", ".join(f"{v} {n[v]}" for v in VERDICTS), ""]
     return "\n".join(lines)
+
+
+def _figures(figs: list) -> list[str]:
+    lines = []
+    for _, caption, paths in figs:
+        for png in (Path(p) for p in paths if Path(p).suffix == ".png"):
+            lines += [f"![{caption}]({png.name})", "", f"*{caption}* (`{png.name}`, `{png.with_suffix('.svg').name}`)", ""]
+    return lines
 
 
 def _bounds(r: dict) -> str:
