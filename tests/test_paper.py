@@ -308,3 +308,20 @@ def test_an_unreachable_scheduler_exits_2(capsys, tmp_path):
     code = cli.main(["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--scheduler", "tcp://127.0.0.1:9"])
     assert code == 2
     assert "cannot reach Dask scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+@pytest.mark.firmware
+def test_the_launch_source_is_the_firmwares_cold_pick_on_each_kernel():
+    """Each kernel on a freshly booted unit (Elementwise and Sumvectors send the same record:
+    on one unit the second would be a cache hit), and the pick is the reference model's."""
+    from quco.gst import tables
+    from quco.host import reference
+    from quco.paper import ours
+    src = ours.source((("launch", "r9-nano"), None))
+    gst = tables.load("r9-nano")
+    assert list(src["kernels"]) == list(ours.TABLE_III)
+    for stem, k in src["kernels"].items():
+        ref = reference.configure(gst, ours.kernel("r9-nano", stem).record())
+        assert (k["ok"], k["cache_hit"], k["tile"], k["slots"]) == (True, False, ref.tile, list(ref.slots))
+        assert k["instructions"] > 0 and k["reconf_ns"] > 0
+    assert src["kernels"]["elementwise"]["instructions"] == src["kernels"]["sumvectors"]["instructions"]
