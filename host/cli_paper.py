@@ -98,8 +98,7 @@ def cmd_paper(args) -> int:
         written = []
         if out_dir is not None:
             job = bar.add_task("figures and report", total=len(report.figures.FIGURES))
-            written = report.write(out_dir, rows, sources, time.monotonic() - start, command_line(args),
-                                   progress=lambda: bar.advance(job))
+            written = report.write(out_dir, rows, sources, command_line(args), progress=lambda: bar.advance(job))
     if args.json:
         print(json.dumps({"summary": scorecard.counts(rows), "rows": rows}, indent=2))
         return 0

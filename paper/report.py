@@ -55,10 +55,10 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[dict], figs: list[tuple], seconds: float | None, command: str) -> str:
+def markdown(rows: list[dict], figs: list[tuple], command: str) -> str:
     n = counts(rows)
     lines = ["# The QuCo paper (HPCA'26), claim by claim", "",
-             f"`{command}`" + (f" ({seconds:.0f} s)" if seconds is not None else ""), "",
+             f"`{command}`", "",
              f"**{summary_line(rows)}**", "",
              "Each row is one claim of the paper that a number or a direction can check (the claims are data: "
              "`paper/claims.toml`). *paper* is the paper's value, *ours* what this tree computes: picks from the "
@@ -112,15 +112,14 @@ def _bounds(r: dict) -> str:
     return ""
 
 
-def write(out_dir, rows: list[dict], sources: dict, seconds: float | None, command: str,
-          progress=None) -> list[Path]:
-    """Every file into `out_dir`; returns their paths."""
+def write(out_dir, rows: list[dict], sources: dict, command: str, progress=None) -> list[Path]:
+    """Every file into `out_dir`; returns their paths. The same rows give the same bytes."""
     out = Path(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".paper-", dir=out))
     try:
         figs = figures.draw(sources, rows, tmp, progress)
         write_text(tmp / "rows.csv", csv_text(rows))
-        write_text(tmp / "report.md", markdown(rows, figs, seconds, command))
+        write_text(tmp / "report.md", markdown(rows, figs, command))
         names = sorted((p.name for p in tmp.iterdir()), key=lambda n: (n == "report.md", n))
         for name in names:   # report.md last: once it is there, everything it shows is
             os.replace(tmp / name, out / name)
