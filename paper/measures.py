@@ -117,6 +117,14 @@ def model_pick(src, gpu, kernel, case):
     return pick_of(row["tile"], slots, data["streaming"], row["config"])
 
 
+@_measure(lambda a: [("launch", a["gpu"])])
+def picks_differ(src, gpu, kernels, part):
+    """Whether the firmware tells two kernels apart: their tiles (part "tile") or streaming slots."""
+    a, b = (firmware_pick(src, gpu, k) for k in kernels)
+    label = f"{kernels[0]} vs {kernels[1]}"
+    return [Check(label, a.tile, "!=", b.tile) if part == "tile" else Check(label, a.slots, "!=", b.slots)]
+
+
 @_measure(lambda a: [("launch", a["from"]), ("launch", a["to"])])
 def tiles_doubled(src, **a):
     base, other = src[("launch", a["from"])]["kernels"], src[("launch", a["to"])]["kernels"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 HOLDS, WITHIN, DIFFERS, NO_VERDICT, MISSING = "holds", "within tolerance", "differs", "no verdict", "could not compute"
 VERDICTS = (HOLDS, WITHIN, DIFFERS, NO_VERDICT, MISSING)
-OPS = ("<", "<=", ">", ">=", "==")
+OPS = ("<", "<=", ">", ">=", "==", "!=")
 _EPS = 1e-9   # float noise: 1.04 computed as 1.0400000000000003 is still 1.04
 
 
@@ -88,8 +88,8 @@ def check_result(c: Check, tolerance: float) -> str:
         raise ValueError(f"check {c.label!r}: unknown operator {c.op!r}; expected one of {', '.join(OPS)}")
     if c.lhs is None or c.rhs is None:
         return MISSING
-    if c.op == "==":
-        return HOLDS if c.lhs == c.rhs else DIFFERS
+    if c.op in ("==", "!="):   # picks and labels: no tolerance
+        return HOLDS if (c.lhs == c.rhs) == (c.op == "==") else DIFFERS
     strict = _compare(c.lhs, c.op, c.rhs)
     if strict:
         return HOLDS
@@ -150,6 +150,8 @@ def show(claim, ours, detail: bool = False) -> str:
         results = [(c, check_result(c, claim.tolerance)) for c in ours]
         if detail:
             return "; ".join(f"{c.label}: {_operand(c.lhs)} {c.op} {_operand(c.rhs)} ({r})" for c, r in results)
+        if len(results) == 1:   # one comparison: its two sides say more than "0/1"
+            return f"{_operand(ours[0].lhs)} vs {_operand(ours[0].rhs)}"
         return f"{sum(r == HOLDS for _, r in results)}/{len(results)} hold"
     if isinstance(ours, (list, tuple)):
         known = [v for v in ours if v is not None]

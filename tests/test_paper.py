@@ -80,8 +80,10 @@ def test_comparisons_below_and_equal():
     assert judge_checks([Check("x", 1.0, "<=", 0.8)], 0.25) == WITHIN
     assert judge_checks([Check("x", "512 / 2", "==", "512 / 2")], 0.0) == HOLDS
     assert judge_checks([Check("x", "512 / 2", "==", "256 / 2")], 0.5) == DIFFERS  # no tolerance on equality
+    assert judge_checks([Check("x", 512, "!=", 1024)], 0.0) == HOLDS
+    assert judge_checks([Check("x", 512, "!=", 512)], 0.5) == DIFFERS
     with pytest.raises(ValueError, match="operator"):
-        judge_checks([Check("x", 1, "!=", 2)], 0.0)
+        judge_checks([Check("x", 1, "<>", 2)], 0.0)
 
 
 def test_no_verdict_is_never_judged():
@@ -96,6 +98,7 @@ def test_ours_is_shown_readably():
     assert show(claim("pick"), Pick(512, 4, "512 / 4+2")) == "512 / 4+2"
     checks = [Check("MM", 1.0, ">", 0.5), Check("MV", 0.2, ">", 0.5)]
     assert show(claim("all"), checks) == "1/2 hold"
+    assert show(claim("all"), checks[1:]) == "0.2 vs 0.5"
     assert "MV: 0.2 > 0.5 (differs)" in show(claim("all"), checks, detail=True)
     assert show(claim("range"), None) == "n/a"
 
