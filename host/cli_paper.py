@@ -121,5 +121,5 @@ def add_parsers(sub) -> None:
     p.add_argument("--list", action="store_true", help="print the claims' ids and statements, compute nothing")
     p.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
     p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port) or local-dask; default: local processes")
-    p.add_argument("--firmware")
+    p.add_argument("--firmware", help="firmware ELF (default $QUCO_FIRMWARE, else the installed quco.elf)")
     p.set_defaults(func=cmd_paper)
