@@ -15,6 +15,9 @@ the claims that need it say "could not compute", the others are still judged.
 """
 from __future__ import annotations
 
+import functools
+import json
+
 from quco.examples import KERNELS, WORKLOADS
 from quco.gst import tables
 from quco.host.device import QUCO_CLOCK_MHZ, Device
@@ -46,9 +49,11 @@ def kernel(gpu: str, stem: str):
     return load_kernel(kernel_dir(gpu) / f"{stem}.json")
 
 
+@functools.lru_cache(maxsize=None)
 def workload_gpu(name: str) -> str:
-    from quco.workloads.format import load
-    return load(WORKLOADS / f"{name}.json").gpu or "r9-nano"
+    """The GPU a bundled workload names (its "gpu" field), else the R9 Nano: read, not expanded."""
+    with open(WORKLOADS / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f).get("gpu") or "r9-nano"
 
 
 def gpus_of(key: tuple) -> set[str]:

@@ -341,3 +341,30 @@ def test_the_same_claims_give_the_same_bytes(tmp_path):
     strip = lambda text: text.replace(b"/a`", b"`").replace(b"/b`", b"`")   # noqa: E731
     files = [{n: strip(b) for n, b in f.items()} for f in files]
     assert files[0] == files[1] and {"report.md", "rows.csv", "scorecard.png", "scorecard.svg"} <= set(files[0])
+
+
+def test_gpu_selection_keeps_the_claims_that_run_on_those_gpus_alone():
+    from quco.paper import scorecard
+    every = claims_mod.load(measures=measures.MEASURES)
+    r9 = scorecard.select(every, gpus=["r9-nano"])
+    keys = [k for c in r9 for k in scorecard.needs(c)]
+    assert keys and all(k[0] in ("launch", "kernel", "workload") for k in keys)
+    assert all(k[1] == "r9-nano" for k in keys if k[0] != "workload")
+    assert "fig1-across-kernels-up-to-1.2x" not in {c.id for c in r9}          # needs all three GPUs
+    assert "fig12-fc5-hw-tile-256" in {c.id for c in scorecard.select(every, gpus=["mi100"])}
+    assert len(scorecard.select(every, gpus=list(measures.ours.GPUS))) == len(every)
+
+
+def test_figures_from_hand_made_workload_dvfs_and_portability_sources(tmp_path):
+    from quco.paper import figures
+    summary = {"semi_ns": 120.0, "fine_ns": 100.0, "quco_ns": 105.0}
+    rows = [{"index": i, "name": f"l{i}", "clock_mhz": c, "hw_speedup": 1.0} for i, c in enumerate((1500, 1300))]
+    src = {("workload", "w"): {"title": "W", "gpu": "r9-nano", "summary": summary},
+           ("dvfs", "t"): {"rows": rows, "summary": {"trace": "t", "trace_layers": 2}},
+           ("portability",): [{"kind": "gpu", "scope": "Matrix-Matrix", "source": a, "target": b, "slowdown": 1.1}
+                              for a in ("x", "y") for b in ("x", "y")],
+           ("workload", "broken"): {"error": "UnitError: refused"}}   # left out, not drawn
+    drawn = figures.draw(src, [], tmp_path)
+    assert [source for source, _, _ in drawn] == ["Fig. 1", "Fig. 8", "Fig. 12"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1.png", "fig1.svg",
+                                                          "fig8.png", "fig8.svg"]
