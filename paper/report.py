@@ -16,7 +16,7 @@ from pathlib import Path
 
 from quco.host.atomic import write_text
 from quco.paper import figures
-from quco.paper.scorecard import counts, summary_line
+from quco.paper.scorecard import counts, summary_line, trend_line
 from quco.paper.verdict import VERDICTS
 
 CSV_COLUMNS = ("id", "source", "statement", "paper", "ours", "verdict", "kind", "lo", "hi", "tolerance", "tiles",
@@ -55,7 +55,7 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[dict], figs: list[tuple], command: str) -> str:
+def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[dict] | None = None) -> str:
     n = counts(rows)
     lines = ["# The QuCo paper (HPCA'26), claim by claim", "",
              f"`{command}`", "",
@@ -67,6 +67,13 @@ def markdown(rows: list[dict], figs: list[tuple], command: str) -> str:
              "claim's written tolerance), **differs**, **no verdict** (the Radeon 530's Table III column is withheld "
              "from us: our picks are shown, never judged), **could not compute**. docs/paper.md explains the "
              "tolerances; every claim's reason is listed at the end.", ""]
+    if changed is not None:
+        lines += ["## Changed since the baseline", "", trend_line(changed) + ".", ""]
+        if changed:
+            lines += ["| claim | verdict before | verdict | ours before | ours | trend |", "|---|---|---|---|---|---|"]
+            lines += [f"| `{c['id']}` | {c['verdict_before']} | {c['verdict']} | {_cell(c['ours_before'])} | "
+                      f"{_cell(c['ours'])} | {c['trend']} |" for c in changed]
+            lines.append("")
     lines += _figures([f for f in figs if f[0] is None])
     sources = list(dict.fromkeys(r["source"] for r in rows))
     for source in sources:
@@ -112,14 +119,15 @@ def _bounds(r: dict) -> str:
     return ""
 
 
-def write(out_dir, rows: list[dict], sources: dict, command: str, progress=None) -> list[Path]:
+def write(out_dir, rows: list[dict], sources: dict, command: str, changed: list[dict] | None = None,
+          progress=None) -> list[Path]:
     """Every file into `out_dir`; returns their paths. The same rows give the same bytes."""
     out = Path(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".paper-", dir=out))
     try:
         figs = figures.draw(sources, rows, tmp, progress)
         write_text(tmp / "rows.csv", csv_text(rows))
-        write_text(tmp / "report.md", markdown(rows, figs, command))
+        write_text(tmp / "report.md", markdown(rows, figs, command, changed))
         names = sorted((p.name for p in tmp.iterdir()), key=lambda n: (n == "report.md", n))
         for name in names:   # report.md last: once it is there, everything it shows is
             os.replace(tmp / name, out / name)

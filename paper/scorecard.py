@@ -9,6 +9,8 @@ table, the CSV and the JSON.
 from __future__ import annotations
 
 import collections
+import csv
+import io
 from dataclasses import asdict
 
 from quco.paper import claims as claims_mod
@@ -72,3 +74,47 @@ def counts(rows: list[dict]) -> dict:
 def summary_line(rows: list[dict]) -> str:
     n = counts(rows)
     return f"{len(rows)} claims: " + ", ".join(f"{n[v]} {v}" for v in VERDICTS)
+
+
+# ---------------------------------------------------------------- against an earlier run
+RANK = {"holds": 2, "within tolerance": 1, "differs": 0}   # no verdict / could not compute: unranked
+BASELINE_LIMIT = 16 << 20
+
+
+def read_baseline(path) -> dict[str, dict]:
+    """An earlier run's rows.csv: {id: row}. UserFileError names the file and the line."""
+    from quco.gst.userinput import UserFileError, printable, read_text
+    text, where = read_text(path, BASELINE_LIMIT, "rows.csv of an earlier `quco-emu paper --out`"), printable(str(path))
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ("id", "verdict", "ours") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise UserFileError(f"{where}: no column {missing[0]!r}; expected the rows.csv that `quco-emu paper --out` writes")
+    out = {}
+    for line, r in enumerate(reader, start=2):
+        if r["verdict"] not in VERDICTS:
+            raise UserFileError(f"{where}: line {line}: verdict {printable(str(r['verdict']))!r} is not one of: "
+                                f"{', '.join(VERDICTS)}")
+        out[r["id"]] = r
+    return out
+
+
+def changes(rows: list[dict], before: dict[str, dict]) -> list[dict]:
+    """Claims whose verdict or value changed since `before` (read_baseline), new ones included;
+    `trend`: better / worse (holds > within tolerance > differs) / changed."""
+    out = []
+    for r in rows:
+        old = before.get(r["id"])
+        if old is not None and (old["verdict"], old["ours"]) == (r["verdict"], r["ours"]):
+            continue
+        was = old["verdict"] if old else "(new claim)"
+        a, b = RANK.get(was), RANK.get(r["verdict"])
+        trend = "changed" if a is None or b is None or a == b else ("better" if b > a else "worse")
+        out.append({"id": r["id"], "verdict_before": was, "verdict": r["verdict"],
+                    "ours_before": old["ours"] if old else "", "ours": r["ours"], "trend": trend})
+    return out
+
+
+def trend_line(changed: list[dict]) -> str:
+    n = collections.Counter(c["trend"] for c in changed)
+    return (f"{len(changed)} claims changed: {n['better']} better, {n['worse']} worse, "
+            f"{n['changed']} otherwise (new, unjudged, or the value only)")

@@ -368,3 +368,30 @@ def test_figures_from_hand_made_workload_dvfs_and_portability_sources(tmp_path):
     assert [source for source, _, _ in drawn] == ["Fig. 1", "Fig. 8", "Fig. 12"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1.png", "fig1.svg",
                                                           "fig8.png", "fig8.svg"]
+
+
+# ---------------------------------------------------------------- against an earlier run
+def test_changes_since_a_baseline(tmp_path):
+    from quco.paper import scorecard
+    base = tmp_path / "rows.csv"
+    base.write_text("id,verdict,ours,paper\na,differs,512 / 2,x\nb,holds,1.0x,x\nc,differs,0.9x,x\n"
+                    "d,no verdict,64 / 1,x\ngone,holds,1,x\n")
+    before = scorecard.read_baseline(base)
+    now = [{"id": "a", "verdict": "holds", "ours": "512 / 4"}, {"id": "b", "verdict": "within tolerance", "ours": "1.1x"},
+           {"id": "c", "verdict": "differs", "ours": "0.9x"}, {"id": "d", "verdict": "no verdict", "ours": "128 / 1"},
+           {"id": "new", "verdict": "differs", "ours": "2"}]
+    got = {c["id"]: c["trend"] for c in scorecard.changes(now, before)}
+    assert got == {"a": "better", "b": "worse", "d": "changed", "new": "changed"}   # c is unchanged
+    assert scorecard.trend_line(scorecard.changes(now, before)).startswith("4 claims changed: 1 better, 1 worse, 2")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("id,ours\na,1\n", "no column 'verdict'"),
+    ("id,verdict,ours\na,fine,1\n", "line 2: verdict 'fine' is not one of"),
+])
+def test_a_bad_baseline_exits_2_naming_file_and_line(capsys, tmp_path, text, words):
+    base = tmp_path / "rows.csv"
+    base.write_text(text)
+    assert cli.main(["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--baseline", str(base)]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline: " in err and str(base) in err and words in err
