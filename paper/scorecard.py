@@ -43,8 +43,9 @@ def row(claim, sources: dict) -> dict:
         value = compute(claim.measure, sources, claim.args)
     except SourceFailed as e:
         value, why = None, str(e)
-    except (KeyError, IndexError, StopIteration, TypeError, ValueError, ZeroDivisionError) as e:
-        # a source whose shape changed under us: said on the row, not a crash of the report
+    except Exception as e:
+        # a source whose shape changed under us (the model and the workloads change often):
+        # said on the row with the error, not a crash of the whole report
         value, why = None, f"{claim.measure}: {type(e).__name__}: {e}"
     verdict = judge(claim, value)
     if verdict == MISSING and not why:

@@ -208,6 +208,8 @@ def test_a_failed_source_is_named_on_the_claim():
     assert row["verdict"] == MISSING and "UnitError: layer 3 refused" in row["why_missing"]
     row = scorecard.row(c, {})
     assert row["verdict"] == MISSING and "was not computed" in row["why_missing"]
+    row = scorecard.row(c, {("workload", "w"): {"summary": {}}})        # a source of another shape
+    assert row["verdict"] == MISSING and "KeyError" in row["why_missing"]
 
 
 def test_portability_and_dvfs_measures():
