@@ -21,7 +21,7 @@ from quco import examples
 from quco.emulator.faults import ElfError, Fault, FirmwareMisbehaved
 from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
-from quco.host import atomic, cli_gdb, cli_gst, cli_perf, cli_run, profile, reference
+from quco.host import atomic, cli_gdb, cli_gst, cli_paper, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, result_from
 from quco.host.kernel import KernelError, load_kernel
 from quco.gst.userinput import printable
@@ -267,6 +267,7 @@ def parser() -> argparse.ArgumentParser:
     cli_gdb.add_parsers(sub)
     cli_perf.add_parsers(sub)
     cli_run.add_parsers(sub)
+    cli_paper.add_parsers(sub)
     return ap
 
 

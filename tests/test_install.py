@@ -104,3 +104,12 @@ def test_firmware_override_and_its_error(installed, tmp_path):
 def test_an_unknown_example_is_named(installed):
     r = run(installed, "quco-emu", "examples", "matrix")
     assert r.returncode == 2 and "no bundled example 'matrix'" in r.stderr and "matrix-matrix" in r.stderr
+
+
+def test_the_papers_scorecard_from_the_wheel(installed):
+    """paper/claims.toml is package data: `quco-emu paper` works from an empty folder."""
+    r = run(installed, "quco-emu", "paper", "--claims", "table3-mi100-quco-matrix-vector", "--workers", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["rows"]
+    kernel = load_kernel(ROOT / "examples" / "kernels" / "mi100" / "matrix-vector.json")
+    assert row["value"]["tile"] == reference.configure(tables.load("mi100"), kernel.record()).tile

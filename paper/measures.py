@@ -1,0 +1,297 @@
+"""Our side of each claim, from the sources quco.paper.ours computes (plain dicts).
+
+A measure is `fn(src, **args) -> value` plus the sources it needs (`needs(args)`): keys
+such as ("kernel", "r9-nano", "matrix-matrix"), ("launch", "mi100"), ("workload",
+"whisper-tiny"), ("dvfs", "mi100-decreasing"), ("portability",). `src[key]` is the source's
+data; a source that failed raises SourceFailed, and the claim is "could not compute".
+Values: a verdict.Pick, a number or list of numbers, or a list of verdict.Checks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from quco.paper import ours
+from quco.paper.verdict import Check, Pick
+
+FIG6_CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned", "ATT/Fine-Tuned", "QuCo")
+ORDER_BELOW_QUCO = ("NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned")
+
+
+class SourceFailed(Exception):
+    """A source this measure reads could not be computed; the message says why."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    fn: Callable
+    needs: Callable
+
+
+MEASURES: dict[str, Measure] = {}
+
+
+def _measure(needs):
+    def register(fn):
+        MEASURES[fn.__name__] = Measure(fn, needs)
+        return fn
+    return register
+
+
+def compute(name: str, src: dict, args: dict):
+    return MEASURES[name].fn(Sources(src), **args)
+
+
+class Sources:
+    """src[key], raising SourceFailed for a source that failed or was not computed."""
+
+    def __init__(self, data: dict):
+        self.data = data
+
+    def __getitem__(self, key):
+        if key not in self.data:
+            raise SourceFailed(f"source {'/'.join(key)} was not computed")
+        value = self.data[key]
+        if isinstance(value, dict) and "error" in value:
+            raise SourceFailed(f"{'/'.join(key)}: {value['error']}")
+        return value
+
+
+# ---------------------------------------------------------------- helpers
+def pick_of(tile, slots, streaming, label) -> Pick:
+    """The streaming queues' slots as one number when they agree (the paper gives one)."""
+    mine = {s for s, st in zip(slots, streaming) if st} or set(slots)
+    return Pick(tile, mine.pop() if len(mine) == 1 else None, label)
+
+
+def _kernel_needs(a):
+    stems = a.get("kernels") or ([a["kernel"]] if "kernel" in a else ours.stems(a["gpu"]))
+    return [("kernel", a["gpu"], s) for s in stems]
+
+
+def _cases(src, gpu, stem) -> dict:
+    return {r["case"]: r for r in src[("kernel", gpu, stem)]["rows"]}
+
+
+def _cycles(row):
+    return row.get("cycles") if row else None
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def _perf(row):
+    """Performance normalised to the ideal, as Fig. 6 draws it."""
+    return _ratio(row.get("ideal_cycles"), _cycles(row)) if row else None
+
+
+def find_layer(layers: list[dict], ref: str) -> dict:
+    """"first", or the paper's "<prefix>-<n>": the n-th layer whose type starts with the
+    prefix, in model order (FC-5: the fifth linear layer; Conv1d-2: the second convolution)."""
+    if ref == "first":
+        return layers[0]
+    prefix, _, n = ref.rpartition("-")
+    hits = [lay for lay in layers if (lay.get("type") or "").startswith(prefix)]
+    if not n.isdigit() or not 1 <= int(n) <= len(hits):
+        raise SourceFailed(f"no layer {ref}: {len(hits)} layers of type {prefix}*")
+    return hits[int(n) - 1]
+
+
+# ---------------------------------------------------------------- picks
+@_measure(lambda a: [("launch", a["gpu"])])
+def firmware_pick(src, gpu, kernel):
+    k = src[("launch", gpu)]["kernels"][kernel]
+    if not k["ok"]:
+        raise SourceFailed(f"the unit refused {kernel} on {gpu}: {k['message']}")
+    return pick_of(k["tile"], k["slots"], k["streaming"], k["label"])
+
+
+@_measure(_kernel_needs)
+def model_pick(src, gpu, kernel, case):
+    data = src[("kernel", gpu, kernel)]
+    row = next(r for r in data["rows"] if r["case"] == case)
+    if row["tile"] is None:
+        return None
+    slots = [int(s) for s in row["slots"].split("/")]
+    return pick_of(row["tile"], slots, data["streaming"], row["config"])
+
+
+@_measure(lambda a: [("launch", a["gpu"])])
+def picks_differ(src, gpu, kernels, part):
+    """Whether the firmware tells two kernels apart: their tiles (part "tile") or streaming slots."""
+    a, b = (firmware_pick(src, gpu, k) for k in kernels)
+    label = f"{kernels[0]} vs {kernels[1]}"
+    return [Check(label, a.tile, "!=", b.tile) if part == "tile" else Check(label, a.slots, "!=", b.slots)]
+
+
+@_measure(lambda a: [("launch", a["from"]), ("launch", a["to"])])
+def tiles_doubled(src, **a):
+    base, other = src[("launch", a["from"])]["kernels"], src[("launch", a["to"])]["kernels"]
+    return sum(other[k]["tile"] == 2 * base[k]["tile"] for k in base if k in other)
+
+
+# ---------------------------------------------------------------- Fig. 5, 6, 7, 10: kernels on the model
+@_measure(_kernel_needs)
+def fig6_order(src, gpu, kernel):
+    by = _cases(src, gpu, kernel)
+    quco = _perf(by.get("QuCo"))
+    checks = [Check("Fine-Tuned >= QuCo", _perf(by.get("ATT/Fine-Tuned")), ">=", quco)]
+    return checks + [Check(f"QuCo > {c}", quco, ">", _perf(by.get(c))) for c in ORDER_BELOW_QUCO]
+
+
+@_measure(_kernel_needs)
+def mean_gap(src, gpu):
+    gaps = [_cases(src, gpu, s).get("QuCo", {}).get("vs_fine_pct") for s in ours.stems(gpu)]
+    return None if any(g is None for g in gaps) else sum(gaps) / len(gaps)
+
+
+@_measure(_kernel_needs)
+def lowest_case(src, gpu, case, factor):
+    checks = []
+    for s in ours.stems(gpu):
+        by = _cases(src, gpu, s)
+        others = [_perf(by.get(c)) for c in FIG6_CASES if c != case]
+        floor = None if any(o is None for o in others) else factor * min(others)
+        checks.append(Check(by[case]["kernel"], _perf(by.get(case)), "<", floor))
+    return checks
+
+
+@_measure(_kernel_needs)
+def case_perf(src, gpu, kernel, case):
+    return _perf(_cases(src, gpu, kernel).get(case))
+
+
+@_measure(_kernel_needs)
+def best_case_perf(src, gpu, kernel):
+    perfs = [_perf(_cases(src, gpu, kernel).get(c)) for c in FIG6_CASES]
+    return None if any(p is None for p in perfs) else max(perfs)
+
+
+@_measure(_kernel_needs)
+def gap(src, gpu, kernel, case):
+    return _cases(src, gpu, kernel).get(case, {}).get("vs_fine_pct")
+
+
+@_measure(_kernel_needs)
+def cycles_ratio(src, gpu, num, den, kernel=None, kernels=None):
+    """cycles(num) / cycles(den): a slowdown of `num`, a speedup of `den`; the largest
+    over `kernels`."""
+    values = []
+    for s in kernels or [kernel]:
+        by = _cases(src, gpu, s)
+        values.append(_ratio(_cycles(by.get(num)), _cycles(by.get(den))))
+    return None if any(v is None for v in values) else max(values)
+
+
+@_measure(_kernel_needs)
+def faster(src, gpu, kernels, case, than):
+    return [Check(_cases(src, gpu, s)[case]["kernel"], _cycles(_cases(src, gpu, s).get(case)), "<",
+                  _cycles(_cases(src, gpu, s).get(than))) for s in kernels]
+
+
+@_measure(_kernel_needs)
+def dram_higher(src, gpu, case, over):
+    checks = []
+    for s in ours.stems(gpu):
+        by = _cases(src, gpu, s)
+        checks.append(Check(by[case]["kernel"], by[case].get("dram_gbps"), ">", by.get(over, {}).get("dram_gbps")))
+    return checks
+
+
+def _geomean(values):
+    from quco.perfmodel.evaluate import geomean
+    return None if any(v is None for v in values) else geomean(values)
+
+
+@_measure(_kernel_needs)
+def best_of(src, gpu, case, over, others):
+    def speedup(c):
+        return _geomean([_ratio(_cycles(_cases(src, gpu, s).get(over)), _cycles(_cases(src, gpu, s).get(c)))
+                         for s in ours.stems(gpu)])
+    mine = speedup(case)
+    return [Check(f"{case} >= {o}", mine, ">=", speedup(o)) for o in others]
+
+
+# ---------------------------------------------------------------- Fig. 1
+@_measure(lambda a: [("portability",)])
+def portability_max(src, kind, scope, source=None, targets=None):
+    rows = [r for r in src[("portability",)] if r["kind"] == kind and r["scope"] == scope
+            and r["source"] != r["target"] and (source is None or r["source"] == source)
+            and (targets is None or r["target"] in targets)]
+    values = [r["slowdown"] for r in rows if r["slowdown"] is not None]
+    return max(values) if values else None
+
+
+# ---------------------------------------------------------------- Fig. 8, 9: workloads
+@_measure(lambda a: [("workload", w) for w in a["workloads"]])
+def workload_speedup(src, workloads, over):
+    values = [src[("workload", w)]["summary"][f"speedup_vs_{over}"] for w in workloads]
+    return None if any(v is None for v in values) else max(values)
+
+
+@_measure(lambda a: [("workload", a["workload"])])
+def workload_layer_pick(src, workload, layer, case):
+    lay = find_layer(src[("workload", workload)]["layers"], layer)
+    if lay[f"{case}_tile"] is None:
+        return None
+    return pick_of(lay[f"{case}_tile"], lay[f"{case}_slots"], lay["streaming"], lay[f"{case}_config"])
+
+
+@_measure(lambda a: [("workload", a["workload"])])
+def layer_slower(src, workload, layers, case):
+    all_layers = src[("workload", workload)]["layers"]
+    return [Check(f"{ref} ({lay['name']})", lay[f"{case}_ns"], ">", lay["quco_ns"])
+            for ref, lay in ((ref, find_layer(all_layers, ref)) for ref in layers)]
+
+
+# ---------------------------------------------------------------- Fig. 12: DVFS
+@_measure(lambda a: [("dvfs", a["trace"])])
+def dvfs_max(src, trace):
+    return src[("dvfs", trace)]["summary"]["max_hw_speedup"]
+
+
+@_measure(lambda a: [("dvfs", a["trace"])])
+def dvfs_pick(src, trace, layer, variant):
+    row = find_layer(src[("dvfs", trace)]["rows"], layer)
+    told = f"told {row['clock_mhz']:g} MHz" if variant == "hw" else f"runs at {row['clock_mhz']:g} MHz, not told"
+    return pick_of(row[f"{variant}_tile"], row[f"{variant}_slots"], row["streaming"],
+                   f"{row[f'{variant}_config']} ({told})")
+
+
+@_measure(lambda a: [("dvfs", a["trace"])])
+def dvfs_benefit(src, trace, layers):
+    rows = src[("dvfs", trace)]["rows"]
+    return [Check(f"{ref} at {r['clock_mhz']:g} MHz", r["sw_ns"], ">", r["hw_ns"])
+            for ref, r in ((ref, find_layer(rows, ref)) for ref in layers)]
+
+
+@_measure(lambda a: [("dvfs", t) for t in a["traces"]])
+def dvfs_first_same(src, traces):
+    """Every layer before the clock first leaves its starting value, on each trace."""
+    checks = []
+    for t in traces:
+        rows = src[("dvfs", t)]["rows"]
+        for r in rows:
+            if r["clock_mhz"] != rows[0]["clock_mhz"]:
+                break
+            checks.append(Check(f"{t}: {r['name']}", r["hw_config"], "==", r["sw_config"]))
+    return checks
+
+
+# ---------------------------------------------------------------- Section VI: the unit's cost
+@_measure(lambda a: [("launch", a["gpu"])])
+def cold_instructions(src, gpu):
+    return [k["instructions"] for k in src[("launch", gpu)]["kernels"].values()]
+
+
+@_measure(lambda a: [("launch", a["gpu"])] + _kernel_needs({"gpu": a["gpu"]}))
+def reconf_share(src, gpu, fraction):
+    launches = src[("launch", gpu)]["kernels"]
+    checks = []
+    for s in ours.stems(gpu):
+        quco = _cases(src, gpu, s).get("QuCo", {})
+        kernel_ns = quco.get("ns")
+        checks.append(Check(launches[s]["name"], launches[s]["reconf_ns"], "<",
+                            fraction * kernel_ns if kernel_ns else None))
+    return checks

@@ -1,0 +1,193 @@
+"""Our side of the paper: the only module that calls the firmware, the performance model and
+the workload runner. Every source is a plain, picklable dict, computed by one task:
+
+    ("launch", gpu)          the firmware (quco.host.device) on the GPU's Table III kernels: picks,
+                             retired instructions and cost of each cold launch
+    ("kernel", gpu, stem)    quco.perfmodel.evaluate.kernel_rows: Fig. 6 cases, Fig. 7 ablation
+    ("workload", name)       quco.workloads runner + baselines (Fig. 8, 9) on the file's GPU
+    ("dvfs", trace)          quco.workloads.dvfs.compare on Whisper-Tiny (Fig. 12)
+    ("portability",)         quco.perfmodel.evaluate.portability over the three GPUs' Fine-Tuned
+                             picks (Fig. 1); made from the kernel sources, after them
+
+`compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
+Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
+the claims that need it say "could not compute", the others are still judged.
+"""
+from __future__ import annotations
+
+import functools
+import json
+
+from quco.examples import KERNELS, WORKLOADS
+from quco.gst import tables
+from quco.host.device import QUCO_CLOCK_MHZ, Device
+from quco.host.kernel import load_kernel
+from quco.perfmodel.work import STREAMING, Config
+
+GPUS = ("r9-nano", "mi100", "radeon-530")     # Table III's three; Fig. 1 and 10 use them all
+DVFS_GPU, DVFS_WORKLOAD = "mi100", "whisper-tiny"   # QuCo Sec. V: Whisper-Tiny on the MI100
+PROFILE = "cv32e40p"                           # the unit's timing profile (docs/cost-model.md)
+
+
+def kernel_dir(gpu: str):
+    """Table III's kernels at `gpu`'s sizes: examples/kernels/<gpu>/, the R9 Nano's at the top."""
+    own = KERNELS / gpu
+    return own if own.is_dir() else KERNELS
+
+
+# Table III's order, which the paper's figures keep; other bundled kernels follow by name
+TABLE_III = ("elementwise-k", "elementwise", "sumvectors", "dot-product", "matrix-vector", "matrix-matrix",
+             "matrix-matrix-reduction", "batched-matrix-matrix")
+
+
+def stems(gpu: str) -> list[str]:
+    found = {p.stem for p in kernel_dir(gpu).glob("*.json")}
+    return [s for s in TABLE_III if s in found] + sorted(found - set(TABLE_III))
+
+
+def kernel(gpu: str, stem: str):
+    return load_kernel(kernel_dir(gpu) / f"{stem}.json")
+
+
+@functools.lru_cache(maxsize=None)
+def workload_gpu(name: str) -> str:
+    """The GPU a bundled workload names (its "gpu" field), else the R9 Nano: read, not expanded."""
+    with open(WORKLOADS / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f).get("gpu") or "r9-nano"
+
+
+def gpus_of(key: tuple) -> set[str]:
+    """The GPUs a source runs on (for `--gpu`)."""
+    kind = key[0]
+    if kind in ("launch", "kernel"):
+        return {key[1]}
+    if kind == "workload":
+        return {workload_gpu(key[1])}
+    if kind == "dvfs":
+        return {DVFS_GPU}
+    return set(GPUS)
+
+
+# ---------------------------------------------------------------- one task per source
+def source(task) -> dict:
+    """Top-level and picklable: what sweep.run calls in a worker. (key, firmware)."""
+    key, firmware = task
+    try:
+        return _SOURCES[key[0]](*key[1:], firmware=firmware)
+    except Exception as e:   # reported on the claims that need it, never hidden
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _streaming(queues) -> list[bool]:
+    return [t == STREAMING for _, t, _ in queues]
+
+
+def _launch(gpu: str, firmware=None) -> dict:
+    gst, out = tables.load(gpu), {}
+    for stem in stems(gpu):
+        k = kernel(gpu, stem)
+        # a freshly booted unit per kernel: a cold launch (two kernels with the same queues and CI
+        # class, as Elementwise and Sumvectors, send the same record: the second would hit the cache)
+        dev = Device(gst, firmware, profile=PROFILE, clock_mhz=QUCO_CLOCK_MHZ)
+        res = dev.launch(k)
+        slots = [q.slots for q in res.queues]
+        out[stem] = {"name": k.name, "ok": res.ok, "message": res.message, "tile": res.tile, "slots": slots,
+                     "streaming": _streaming(k.queues), "cache_hit": res.cache_hit,
+                     "label": _label(k, res.tile, slots) if res.ok else None,
+                     "instructions": res.instructions, "reconf_cycles": res.cost.cycles, "reconf_ns": res.cost.ns}
+    return {"gpu": gpu, "kernels": out}
+
+
+def _label(k, tile, slots) -> str:
+    from quco.perfmodel.work import Work
+    return Config(tile, tuple(slots)).label(Work.of(k))
+
+
+def _kernel(gpu: str, stem: str, firmware=None) -> dict:
+    from quco.perfmodel import evaluate
+    k = kernel(gpu, stem)
+    rows = evaluate.kernel_rows(gpu, tables.load(gpu), k, firmware, ablations=True)
+    return {"gpu": gpu, "stem": stem, "name": k.name, "streaming": _streaming(k.queues), "rows": rows}
+
+
+def _workload(name: str, firmware=None) -> dict:
+    from quco.workloads import baselines, format, runner
+    w = format.load(WORKLOADS / f"{name}.json")
+    gpu = w.gpu or "r9-nano"
+    session = runner.Session(gpu, firmware, profile=PROFILE)
+    steps = runner.run(session, [runner.Tenant(w)])
+    summary = baselines.compare(steps, session)[0]
+    g_items = baselines.gst_key(session.g)
+    layers = []
+    for s in steps:
+        m = session.machine(int(s.clock_mhz), s.active_cus, s.lds_bytes)
+        fine = baselines.fine_tuned(m, g_items, s.work)   # cached: compare() searched it already
+        layers.append({"index": s.layer.index, "name": s.layer.name, "type": s.layer.type,
+                       "streaming": [q.type == STREAMING for q in s.work.queues],
+                       "quco_tile": s.config.tile, "quco_slots": list(s.config.slots), "quco_config": s.label,
+                       "quco_ns": s.run_ns, "fine_tile": fine[0].tile if fine else None,
+                       "fine_slots": list(fine[0].slots) if fine else None, "fine_config": s.extra["fine_config"],
+                       "fine_ns": s.extra["fine_ns"], "semi_config": s.extra["semi_config"],
+                       "semi_ns": s.extra["semi_ns"]})
+    return {"name": name, "title": w.name, "gpu": gpu, "summary": summary, "totals": runner.totals(steps),
+            "layers": layers, "types": baselines.by_type(steps)}
+
+
+def _dvfs(trace: str, firmware=None) -> dict:
+    from quco.workloads import dvfs, format
+    w = format.load(WORKLOADS / f"{DVFS_WORKLOAD}.json")
+    # clock_aware_best off: no claim reads the oracle's columns, and it doubles the time
+    result = dvfs.compare(DVFS_GPU, w, dvfs.load_trace(trace), clock_aware_best=False, firmware=firmware,
+                          profile=PROFILE)
+    rows = []
+    for r, hw, sw in zip(result["rows"], result["steps"]["hw"], result["steps"]["sw"]):
+        rows.append({**r, "streaming": [q.type == STREAMING for q in hw.work.queues],
+                     "hw_tile": hw.config.tile, "hw_slots": list(hw.config.slots),
+                     "sw_tile": sw.config.tile, "sw_slots": list(sw.config.slots)})
+    return {"trace": trace, "gpu": DVFS_GPU, "workload": w.name, "rows": rows, "summary": result["summary"]}
+
+
+_SOURCES = {"launch": _launch, "kernel": _kernel, "workload": _workload, "dvfs": _dvfs}
+
+
+def portability(kernel_sources: dict) -> list[dict]:
+    """Fig. 1 from the kernel sources of every GPU (evaluate.portability's inputs: each
+    (gpu, kernel)'s Fine-Tuned configuration and cycles, and its machine and work)."""
+    from quco.perfmodel import evaluate
+    from quco.perfmodel.params import machine
+    from quco.perfmodel.work import Work
+    best, models = {}, {}
+    order = [("kernel", g, s) for g in GPUS for s in stems(g)]   # the panels in the paper's order
+    for (_, gpu, stem), data in sorted(kernel_sources.items(), key=lambda kv: order.index(kv[0])):
+        fine = next((r for r in data.get("rows", []) if r["case"] == "ATT/Fine-Tuned" and r["cycles"]), None)
+        if fine is None:
+            continue
+        k = kernel(gpu, stem)
+        best[(gpu, k.name)] = (Config(fine["tile"], tuple(int(s) for s in fine["slots"].split("/"))), fine["cycles"])
+        g = tables.unpack(tables.load(gpu))
+        models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
+    return evaluate.portability(best, models)
+
+
+# ---------------------------------------------------------------- the whole fan-out
+# the long tasks first: the pool then ends on short ones (seconds measured on this machine)
+_COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3}
+
+
+def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
+    """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
+    from quco.perfmodel import sweep
+    keys = list(dict.fromkeys(keys))
+    tasks = [k for k in keys if k[0] != "portability"]
+    if ("portability",) in keys:
+        tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
+    tasks.sort(key=lambda k: (_COST[k[0]], k))
+    results = sweep.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
+                        chunk=1, progress=progress)
+    out = dict(zip(tasks, results))
+    if ("portability",) in keys:
+        try:
+            out[("portability",)] = portability({k: v for k, v in out.items() if k[0] == "kernel"})
+        except Exception as e:
+            out[("portability",)] = {"error": f"{type(e).__name__}: {e}"}
+    return out

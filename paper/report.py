@@ -1,0 +1,137 @@
+"""The scorecard's files: report.md (the table and the figures, readable on its own),
+rows.csv, the figures; all built in a temporary folder inside the output folder and moved
+in at the end, one rename per file, report.md last. An interrupted run leaves no partial
+file and no temporary folder.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from quco.host.atomic import write_text
+from quco.paper import figures
+from quco.paper.scorecard import counts, summary_line, trend_line
+from quco.paper.verdict import VERDICTS
+
+CSV_COLUMNS = ("id", "source", "statement", "paper", "ours", "verdict", "kind", "lo", "hi", "tolerance", "tiles",
+               "slots", "reason", "note", "detail", "why_missing", "value")
+
+
+def check_out_dir(path) -> Path:
+    """--out: a folder that exists or can be made, and that we can write in. OSError
+    (with a message naming the folder) otherwise, before any work is done."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, f"--out {out}: cannot write there: {e.strerror}") from None
+    return out
+
+
+def csv_text(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, "value": json.dumps(r["value"]), "tiles": _list(r["tiles"]), "slots": _list(r["slots"])})
+    return buf.getvalue()
+
+
+def _list(v):
+    return "" if v is None else " ".join(map(str, v))
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[dict] | None = None) -> str:
+    n = counts(rows)
+    lines = ["# The QuCo paper (HPCA'26), claim by claim", "",
+             f"`{command}`", "",
+             f"**{summary_line(rows)}**", "",
+             "Each row is one claim of the paper that a number or a direction can check (the claims are data: "
+             "`paper/claims.toml`). *paper* is the paper's value, *ours* what this tree computes: picks from the "
+             "firmware on the emulated unit, cases and ablations from the performance model, models and DVFS from "
+             "the workload runner. Verdicts: **holds** (ours is the paper's), **within tolerance** (within the "
+             "claim's written tolerance), **differs**, **no verdict** (the Radeon 530's Table III column is withheld "
+             "from us: our picks are shown, never judged), **could not compute**. docs/paper.md explains the "
+             "tolerances; every claim's reason is listed at the end.", ""]
+    if changed is not None:
+        lines += ["## Changed since the baseline", "", trend_line(changed) + ".", ""]
+        if changed:
+            lines += ["| claim | verdict before | verdict | ours before | ours | trend |", "|---|---|---|---|---|---|"]
+            lines += [f"| `{c['id']}` | {c['verdict_before']} | {c['verdict']} | {_cell(c['ours_before'])} | "
+                      f"{_cell(c['ours'])} | {c['trend']} |" for c in changed]
+            lines.append("")
+    lines += _figures([f for f in figs if f[0] is None])
+    sources = list(dict.fromkeys(r["source"] for r in rows))
+    for source in sources:
+        mine = [r for r in rows if r["source"] == source]
+        lines += [f"## {source}", "", "| claim | statement | paper | ours | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| `{r['id']}` | {_cell(r['statement'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
+                  f"{'**' + r['verdict'] + '**' if r['verdict'] == 'differs' else r['verdict']} |" for r in mine]
+        lines.append("")
+        lines += _figures([f for f in figs if f[0] == source])
+    rest = [f for f in figs if f[0] is not None and f[0] not in sources]
+    if rest:   # drawn from sources that other claims needed
+        lines += ["## Other figures", ""] + _figures(rest)
+    lines += ["## Every claim: tolerance, reason, our comparisons", ""]
+    for r in rows:
+        bounds = _bounds(r)
+        lines += [f"- `{r['id']}` ({r['source']}, {r['verdict']}): {_cell(r['statement'])}. Paper: {_cell(r['paper'])}; "
+                  f"ours: {_cell(r['detail'])}.{(' Judged: ' + bounds + '.') if bounds else ''} "
+                  f"Why: {_cell(r['reason'])}" + (f" Note: {_cell(r['note'])}" if r["note"] else "")
+                  + (f" Could not compute: {_cell(r['why_missing'])}" if r["why_missing"] else "")]
+    lines += ["", "Counts: " + ", ".join(f"{v} {n[v]}" for v in VERDICTS), ""]
+    return "\n".join(lines)
+
+
+def _figures(figs: list) -> list[str]:
+    lines = []
+    for _, caption, paths in figs:
+        for png in (Path(p) for p in paths if Path(p).suffix == ".png"):
+            lines += [f"![{caption}]({png.name})", "", f"*{caption}* (`{png.name}`, `{png.with_suffix('.svg').name}`)", ""]
+    return lines
+
+
+def _bounds(r: dict) -> str:
+    if r["kind"] == "range":
+        lo = "" if r["lo"] is None else f"{r['lo']:g}"
+        hi = "" if r["hi"] is None else f"{r['hi']:g}"
+        span = f"{lo} to {hi}" if lo and hi else (f"at least {lo}" if lo else f"at most {hi}")
+        return f"holds {span}, within tolerance {r['tolerance']:g} beyond"
+    if r["kind"] == "pick":
+        return "exact: tile " + ("any" if r["tiles"] is None else " or ".join(map(str, r["tiles"]))) + \
+               ", streaming slots " + ("any" if r["slots"] is None else " or ".join(map(str, r["slots"])))
+    if r["kind"] in ("all", "any"):
+        return f"{r['kind']} of the comparisons, relative tolerance {r['tolerance']:g}"
+    return ""
+
+
+def write(out_dir, rows: list[dict], sources: dict, command: str, changed: list[dict] | None = None,
+          progress=None) -> list[Path]:
+    """Every file into `out_dir`; returns their paths. The same rows give the same bytes."""
+    out = Path(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=".paper-", dir=out))
+    try:
+        figs = figures.draw(sources, rows, tmp, progress)
+        write_text(tmp / "rows.csv", csv_text(rows))
+        write_text(tmp / "report.md", markdown(rows, figs, command, changed))
+        names = sorted((p.name for p in tmp.iterdir()), key=lambda n: (n == "report.md", n))
+        for name in names:   # report.md last: once it is there, everything it shows is
+            os.replace(tmp / name, out / name)
+        return [out / n for n in names]
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)
