@@ -142,13 +142,11 @@ class Planner:
         self.cost_const = f32(const("COST_A")) * self.cpb + f32(const("COST_B")) * self.inv_cl
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
-        tiled = self.stream or range(len(self.q))  # the queues the tile is chosen for
-        self.e_tile = max(self.q[i].elem_size for i in tiled)
-        self.min_len = min(self.q[i].length for i in tiled)
+        self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
+        self.min_len = min(q.length for q in self.q)  # the length bound: every queue holds two tiles
         # bytes one step of the kernel moves per tile element: every streaming queue's element
         self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
         self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
-        self.inv_cus = f32(1.0) / f32(self.cus)
         self.max_pow2 = floor_pow2(g["max_slots"])
 
     def note(self, step: str, **values) -> None:
@@ -240,8 +238,12 @@ class Planner:
         more than n, and never below double buffering (MIN_BUFFERS) unless n already is."""
         if not self.cu_aware:
             return n
-        scaled = self.round_pow2(f32(n * const("CU_SLOT_REF")) * self.inv_cus)
-        return max(min(scaled, n), min(n, const("MIN_BUFFERS")))
+        # in integers: the largest power of two s <= n with s <= 4r/3, r = n x REF / CUs (r
+        # rounds to s or above), but not below MIN_BUFFERS
+        s = n
+        while s > const("MIN_BUFFERS") and 4 * n * const("CU_SLOT_REF") < 3 * s * self.cus:
+            s //= 2
+        return s
 
     def cap(self, t: int, i: int, n: int) -> int:
         """A queue holding length / t tiles never fills more slots than that."""
@@ -263,7 +265,7 @@ class Planner:
         rounded = self.round_pow2(ratio)
         stepped = self.cu_step(rounded)
         slots = {i: self.cap(t, i, stepped) for i in self.stream}
-        self.note("little", mem=self.mem_time(t, self.step_bytes), proc=self.proc_time(t), ratio=ratio,
+        self.note("little", tile=t, mem=self.mem_time(t, self.step_bytes), proc=self.proc_time(t), ratio=ratio,
                   rounded=rounded, stepped=stepped, slots=slots)
         if self.fits(t, slots):
             self.note("fit", fits=True, bytes=self.bytes_needed(t, slots), barriers=self.barriers_needed(slots))

@@ -100,7 +100,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     uint32_t *out = dst + sizeof(quco_launch_header_t) / 4u;
     uint32_t n_groups = 0, prev_length = 0, prev_word1 = 0, n_stationary = 0;
     uint32_t max_elem = 0, max_stream_elem = 0, step_bytes = 0;
-    uint32_t min_len = 0xffffffffu, min_stream_len = 0xffffffffu;
+    uint32_t min_len = 0xffffffffu;
     uint32_t count = 0, stationary = 0; /* the current group's, kept rather than read back */
     group_t *group = groups->g - 1;
     for (uint32_t i = 0; i < n; i++, in += QUCO_QUEUE_WORDS, out += QUCO_QUEUE_WORDS) {
@@ -128,13 +128,12 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
         group->stationary = (uint8_t)stationary;
         group->elem_size = (uint8_t)elem_size;
         group->elem_log2 = (uint8_t)log2_elem(elem_size);
-        group->len_log2 = (uint8_t)log2_u(length);
+        group->length = length;
         n_stationary += stationary;
         max_elem = elem_size > max_elem ? elem_size : max_elem;
         min_len = length < min_len ? length : min_len;
         if (!stationary) {
             max_stream_elem = elem_size > max_stream_elem ? elem_size : max_stream_elem;
-            min_stream_len = length < min_stream_len ? length : min_stream_len;
             step_bytes += elem_size;
         }
         prev_length = length;
@@ -145,7 +144,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     /* the tile is chosen for the largest streaming element, or the largest of all when
      * every queue is stationary */
     groups->tile_elem_size = max_stream_elem ? max_stream_elem : max_elem;
-    groups->min_len = max_stream_elem ? min_stream_len : min_len;
+    groups->min_len = min_len;
     groups->step_bytes = step_bytes;
     return QUCO_STATUS_OK;
 }
@@ -156,7 +155,8 @@ typedef struct {
     const groups_t *groups;  /* the launch's queues, grouped by launch_check */
     uint32_t flags;          /* QUCO_FLAG_* ablation switches */
     uint32_t ci_class;       /* QUCO_CI_CLASS_LOW / MEDIUM / HIGH */
-    float inv_cus;           /* 1 / active CUs, for roundBasedOnCUs */
+    uint32_t cus;            /* active CUs, for roundBasedOnCUs */
+    uint32_t little_n;       /* Little's slots (CU-stepped) at the chosen tile */
     uint32_t avail;          /* LDS bytes for queue blocks (after the metadata) */
     uint32_t meta;           /* LDS bytes of header and descriptors, aligned */
     uint32_t nominal;        /* 1: at the GST's clock, the boot-time merit table applies */
@@ -315,12 +315,15 @@ static uint32_t choose_tile(planner_t *p)
         else if (p->ci_class == QUCO_CI_CLASS_HIGH && k > min_tile_log2)
             k--;
     }
-    while (k > min_tile_log2 && (QUCO_MIN_BUFFERS << k) > p->groups->min_len)
-        k--;
-    while (k > min_tile_log2) {
-        fits(p, k, 0, little_slots(p, k));
-        if (p->need_bytes <= p->avail)
+    for (;;) {
+        p->little_n = little_slots(p, k);
+        if (k == min_tile_log2)
             break;
+        if ((QUCO_MIN_BUFFERS << k) <= p->groups->min_len) {
+            fits(p, k, 0, p->little_n);
+            if (p->need_bytes <= p->avail)
+                break;
+        }
         k--;
     }
     return k;
@@ -340,21 +343,24 @@ static uint32_t round_pow2(float r)
 
 /* roundBasedOnCUs: slots x CU_SLOT_REF / active CUs, to the nearest power of two; never
  * more than before, never below double buffering unless already there */
-static uint32_t cu_step(const planner_t *p, uint32_t n)
+__attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n)
 {
     if (p->flags & QUCO_FLAG_NO_CU_AWARE)
         return n;
-    uint32_t scaled = round_pow2((float)(n * QUCO_CU_SLOT_REF) * p->inv_cus);
-    uint32_t floor = min_u(n, QUCO_MIN_BUFFERS);
-    scaled = min_u(scaled, n);
-    return scaled > floor ? scaled : floor;
+    /* n is a power of two: the largest power of two s <= n within a factor 4/3 above
+     * r = n x REF / CUs (s <= 4r/3: r rounds to s or more), in integers */
+    uint32_t s = n, r4 = 4u * n * QUCO_CU_SLOT_REF;
+    while (s > QUCO_MIN_BUFFERS && r4 < 3u * s * p->cus)
+        s >>= 1;
+    return s;
 }
 
-/* a queue of 2^len_log2 elements or more holds 2^(len_log2 - k) tiles of 2^k: no more slots */
+/* a queue holds length >> k tiles of 2^k: no more slots than that (n is a power of two) */
 static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
 {
-    uint32_t tiles = g->len_log2 > tile_log2 ? 1u << (g->len_log2 - tile_log2) : 1u;
-    return min_u(n, tiles);
+    while (n > 1u && (n << tile_log2) > g->length)
+        n >>= 1;
+    return n;
 }
 
 /* Little's law per kernel: memTime of one step (a tile of every streaming queue) over the
@@ -371,7 +377,7 @@ static uint32_t little_slots(const planner_t *p, uint32_t tile_log2)
     return cu_step(p, round_pow2(little(p, 1u << tile_log2)));
 }
 
-static void fill(const planner_t *p, uint32_t tile_log2, uint32_t n, uint8_t *slots)
+__attribute__((noinline)) static void fill(const planner_t *p, uint32_t tile_log2, uint32_t n, uint8_t *slots)
 {
     for (uint32_t i = 0; i < p->groups->n_groups; i++)
         slots[i] = (uint8_t)cap(&p->groups->g[i], tile_log2, n); /* stationary entries are ignored */
@@ -383,7 +389,7 @@ static void fill(const planner_t *p, uint32_t tile_log2, uint32_t n, uint8_t *sl
  * bound leaves room for Little's slots of this tile, or the tile is the smallest). */
 static int streaming_slots(planner_t *p, uint32_t tile_log2, uint8_t *slots)
 {
-    fill(p, tile_log2, little_slots(p, tile_log2), slots);
+    fill(p, tile_log2, p->little_n, slots);
     if (fits(p, tile_log2, slots, 0))
         return 1;
     /* the fallback values are powers of two: rounding them only caps them at max_pow2_slots */
@@ -440,7 +446,7 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
-    p.inv_cus = 1.0f / (float)cus;
+    p.cus = cus;
     /* the CI class: given by the host, else from the number */
     float ci = h->compute_intensity;
     uint32_t ci_class = h->ci_class;
