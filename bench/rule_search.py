@@ -136,14 +136,22 @@ class Case:
         def cap(t, n):
             return min(n, pow2_floor(self.min_len // t)) if r["cap"] else n
 
-        while t > 64 and size(t, little(t) if r["bound"] == "little" else r["bound"]) > avail:
+        def barriers_ok(n):
+            return 2 * (n * len(self.stream) + len(self.stat)) <= self.g["barrier_limit"]
+
+        def bound(t):  # Little's slots, no more than the barrier limit gives
+            n = little(t) if r["bound"] == "little" else r["bound"]
+            while n > 1 and not barriers_ok(n):
+                n //= 2
+            return n
+
+        while t > 64 and size(t, bound(t)) > avail:
             t //= 2
         n = cap(t, little(t))
-        if size(t, n) <= avail and 2 * (n * len(self.stream) + len(self.stat)) <= self.g["barrier_limit"]:
+        if size(t, n) <= avail and barriers_ok(n):
             return t, n
         n = r["fb"][0] if self.low else r["fb"][1]
-        while n > 1 and (size(t, cap(t, n)) > avail or 2 * (cap(t, n) * len(self.stream) + len(self.stat))
-                         > self.g["barrier_limit"]):
+        while n > 1 and (size(t, cap(t, n)) > avail or not barriers_ok(cap(t, n))):
             n //= 2
         return t, cap(t, n)
 

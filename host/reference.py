@@ -201,11 +201,15 @@ class Planner:
         while t > g["min_tile_elems"] and const("MIN_BUFFERS") * t > self.min_len:
             t //= 2
         self.note("length", tile_in=scaled, tile=t, length=self.min_len)
-        # LDS bound: the tile halves until the slots Little's law asks for fit
+        # LDS bound: the tile halves until the slots Little's law asks for fit, counting no more
+        # slots than the barrier limit can give (a smaller tile would not buy them)
+        top = self.max_pow2
+        while top > 1 and self.barriers_needed({i: top for i in self.stream}) > g["barrier_limit"]:
+            top //= 2
         scaled = t
-        while t > g["min_tile_elems"] and self.bytes_needed(t, self.little_slots(t)) > self.avail:
+        while t > g["min_tile_elems"] and self.bytes_needed(t, self.bound_slots(t, top)) > self.avail:
             t //= 2
-        want = self.little_slots(t)
+        want = self.bound_slots(t, top)
         self.note("bound", tile_in=scaled, tile=t, slots=max(want.values(), default=0), avail=self.avail,
                   bytes=self.bytes_needed(t, want))
         return t
@@ -255,6 +259,9 @@ class Planner:
         if self.flags & abi.FLAG_NO_LITTLE:
             return f32(self.g["max_slots"])
         return self.mem_time(t, self.step_bytes) * (f32(1.0) / self.proc_time(t)) * f32(const("LITTLE_SCALE"))
+
+    def bound_slots(self, t: int, top: int) -> dict:
+        return {i: min(n, top) for i, n in self.little_slots(t).items()}
 
     def little_slots(self, t: int) -> dict:
         n = self.cu_step(self.round_pow2(self.little(t)))

@@ -163,10 +163,11 @@ def test_explain_shows_each_step_of_the_pick(capsys, tmp_path):
 def test_explain_names_the_fallback_and_errors(capsys, tmp_path):
     doc = json.loads(Path(MM).read_text())
     doc["ablation"] = {"cu_aware": False}
+    doc["queues"] = [{"type": "streaming", "length": 65536, "elem_size": 2, "count": 16}]
     path = tmp_path / "mm.json"
     path.write_text(json.dumps(doc))
     code, out, _ = run(capsys, "explain", path)
-    # 8 slots x 8 queues x 1 KiB do not fit: the high-CI fallback 4 fits
+    # Little's 8 slots x 16 queues need 256 barriers (limit 128): the high-CI fallback 4 fits
     assert code == 0 and "CI fallback 4 slots each" in out
     doc["partition"] = {"lds_bytes": 1024}
     path.write_text(json.dumps(doc))

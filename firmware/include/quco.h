@@ -41,6 +41,7 @@ typedef struct {
 typedef struct {
     uint32_t n_groups;
     uint32_t n_stationary;   /* stationary queues (not groups) */
+    uint32_t n_streaming;    /* streaming queues */
     uint32_t tile_elem_size; /* the element size the tile is chosen for */
     uint32_t min_len;        /* the shortest queue: the length bound */
     uint32_t step_bytes;     /* bytes of one element of every streaming queue (Little's law) */

@@ -146,6 +146,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     groups->tile_elem_size = max_stream_elem ? max_stream_elem : max_elem;
     groups->min_len = min_len;
     groups->step_bytes = step_bytes;
+    groups->n_streaming = n - n_stationary;
     return QUCO_STATUS_OK;
 }
 
@@ -315,12 +316,16 @@ static uint32_t choose_tile(planner_t *p)
         else if (p->ci_class == QUCO_CI_CLASS_HIGH && k > min_tile_log2)
             k--;
     }
+    const groups_t *gr = p->groups;
     for (;;) {
-        p->little_n = little_slots(p, k);
+        uint32_t n = p->little_n = little_slots(p, k);
         if (k == min_tile_log2)
             break;
-        if ((QUCO_MIN_BUFFERS << k) <= p->groups->min_len) {
-            fits(p, k, 0, p->little_n);
+        if ((QUCO_MIN_BUFFERS << k) <= gr->min_len) {
+            /* no more slots than the barrier limit gives: a smaller tile would not buy them */
+            while (n > 1u && QUCO_BARRIERS_PER_SLOT * (n * gr->n_streaming + gr->n_stationary) > GST->barrier_limit)
+                n >>= 1;
+            fits(p, k, 0, n);
             if (p->need_bytes <= p->avail)
                 break;
         }
