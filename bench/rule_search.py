@@ -1,6 +1,6 @@
 """Which rules give QuCo's own picks (Table III) on the R9 Nano and the MI100? (issue #23)
 
-    .venv/bin/python bench/rule_search.py     # about 30 s
+    .venv/bin/python bench/rule_search.py     # about 40 s
 
 The paper's listings leave open how several of the inputs it names act (queue lengths, element
 sizes, CI, active CUs, the GST's clock, latencies and bandwidth). This script enumerates the
@@ -12,7 +12,8 @@ alternatives for each open choice and counts, for every combination, how many of
    memTime per queue or per kernel x the two cost weights (COST_A x cycles per byte, COST_B /
    cache line). Which give the vector kernels' tiles (2 x the peak: 1024 on the R9 Nano, 2048
    on the MI100), and for which weight windows.
-2. With those peaks, every combination of: the length bound (none, a tile within the queue, two
+2. With those peaks, every combination of: the CI step on the scan's best or after the length
+   and LDS bounds, the length bound (none, a tile within the queue, two
    tiles, four tiles), the LDS bound (room for 1, 2 or 4 slots, or for the slots Little's law
    asks), Little's law (per queue, per kernel, off) and its scale, the CU step (none; one halving
    per doubling beyond REF; x REF / CUs, with or without a floor of two slots), the CI fallback,
@@ -45,7 +46,7 @@ TABLE_III = {  # shared/paper-data/quco-results.md: QuCo's tile / slots
     "mi100": ((4096, 4), (4096, 4), (4096, 4), (4096, 4), (1024, 2), (1024, 2), (512, 2), (512, 2)),
 }
 WEIGHTS = (0, 0.005, 0.01, 0.0135, 0.0175, 0.02, 0.05, 0.1, 0.15, 0.2, 0.5, 1, 2, 5, 10, 20, 50)
-SHIPPED = dict(meta=True, lenb=2, bound="little", little="kernel", scale=1 / 16, cu=("scale", 32, True),
+SHIPPED = dict(ci="scan", meta=True, lenb=2, bound="little", little="kernel", scale=1 / 16, cu=("scale", 32, True),
                fb=(8, 4), cap=True)
 
 
@@ -107,10 +108,15 @@ class Case:
     def plan(self, peak: int, r: dict) -> tuple[int, int]:
         """Tile and streaming slots under rule set r (latencies as times, one CU's bandwidth)."""
         lat, cpb, top = self.lat("time"), self.cpb("cu"), self.g["max_slots"]
-        t = min(peak * 2, 8192) if self.low else max(peak // 2, 64) if self.high else peak
+        def ci_step(t):
+            return min(t * 2, 8192) if self.low else max(t // 2, 64) if self.high else t
+
+        t = ci_step(peak) if r["ci"] == "scan" else peak
         if r["lenb"]:
             while t > 64 and r["lenb"] * t > self.min_len:
                 t //= 2
+        if r["ci"] == "bounds":
+            t = ci_step(t)
         avail = self.g["lds_bytes"] - (self.meta if r["meta"] else 0)
 
         def size(t, s):
@@ -160,9 +166,10 @@ def slot_rules():
     littles = [("off", 1.0)] + [(kind, 2.0 ** -k) for kind in ("queue", "kernel") for k in range(7)]
     cus = ([("none", 0, False)] + [("shift", ref, False) for ref in (8, 16, 24, 32, 48, 64)]
            + [("scale", ref, floor) for ref in (16, 24, 32, 48, 64) for floor in (False, True)])
-    for meta, lenb, bound, (little, scale), cu, fb, cap in itertools.product(
-            (True, False), (0, 1, 2, 4), (1, 2, 4, "little"), littles, cus, ((8, 4), (8, 2), (4, 2)), (True, False)):
-        yield dict(meta=meta, lenb=lenb, bound=bound, little=little, scale=scale, cu=cu, fb=fb, cap=cap)
+    for ci, meta, lenb, bound, (little, scale), cu, fb, cap in itertools.product(
+            ("scan", "bounds"), (True, False), (0, 1, 2, 4), (1, 2, 4, "little"), littles, cus, ((8, 4), (8, 2), (4, 2)),
+            (True, False)):
+        yield dict(ci=ci, meta=meta, lenb=lenb, bound=bound, little=little, scale=scale, cu=cu, fb=fb, cap=cap)
 
 
 def label(c: Case) -> str:
@@ -214,7 +221,7 @@ def main() -> int:
     per_choice.add_column("choice")
     per_choice.add_column("value")
     per_choice.add_column("best", justify="right")
-    for key in ("lenb", "bound", "little", "cu", "fb", "cap"):
+    for key in ("ci", "lenb", "bound", "little", "cu", "fb", "cap"):
         top = Counter()
         for n, _, r in valid:
             top[str(r[key])] = max(top[str(r[key])], n)
