@@ -257,3 +257,14 @@ def test_queue_count_and_barrier_limit(r9):
     (0.0, abi.CI_CLASS_LOW, abi.CI_CLASS_LOW), (500.0, abi.CI_CLASS_MEDIUM, abi.CI_CLASS_MEDIUM)])
 def test_ci_class_given_or_from_the_number(r9, ci, given, cls):
     assert planner(r9, record(ci=ci, ci_class=given)).ci_class == cls
+
+
+@pytest.mark.parametrize("length,tile,slots", [(9, 64, 1), (100, 64, 1), (200, 64, 2), (300, 128, 2),
+                                               (1152, 512, 2)])
+def test_small_queues_get_small_tiles_and_no_unfillable_slots(r9, length, tile, slots):
+    """Depthwise and small convolutions (a MobileNetV2 depthwise layer streams 9 elements per
+    queue): the tile is at most half a queue (never below the GST's 64-element minimum, one
+    cache line), and a queue gets no more slots than the tiles it holds (at least one)."""
+    res = ref.configure(r9, record(ci=2.0, queues=((length, 0, 2),) * 2 + ((length, 1, 2),)))
+    assert res.status == Status.OK and res.tile == tile and res.slots[:2] == [slots, slots]
+    assert res.slots[2] <= max(length // tile, 1)
