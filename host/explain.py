@@ -80,9 +80,11 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
         why = {abi.CI_CLASS_LOW: "low CI (< CI_LOW): doubled", abi.CI_CLASS_HIGH: "high CI (> CI_HIGH): halved",
                abi.CI_CLASS_MEDIUM: "medium CI: unchanged"}[ci["ci_class"]]
     t.add_row("CI step", str(ci["tile"]), why)
+    short = const("MIN_BUFFERS") * length["tile"] > length["length"]
     t.add_row("length bound", str(length["tile"]),
-              f"the shortest queue ({length['length']:,} elements) holds {const('MIN_BUFFERS')} tiles"
-              + (" (halved)" if length["tile"] < length["tile_in"] else ""))
+              f"the shortest queue ({length['length']:,} elements) must hold {const('MIN_BUFFERS')} tiles"
+              + (" (halved)" if length["tile"] < length["tile_in"] else "")
+              + ("; stopped at the GST's minimum tile" if short else ""))
     t.add_row("LDS bound", str(bound["tile"]),
               f"Little's {bound['slots']} slots per streaming queue + 1 per stationary: {bound['bytes']:,} B of "
               f"{bound['avail']:,}" + (" (halved to fit)" if bound["tile"] < bound["tile_in"] else ""))
