@@ -44,7 +44,7 @@ def _inputs(p: reference.Planner) -> Table:
     t.add_row("overlap min(Wfs - 1, WfPools)", _f(p.overlap), "")
     t.add_row("cost constant", _f(p.cost_const), f"COST_A {const('COST_A')} / BW + COST_B {const('COST_B')} / CL")
     t.add_row("element size of the tile", f"{p.e_tile} B", "largest streaming element")
-    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: it holds MIN_BUFFERS tiles")
+    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: it must hold MIN_BUFFERS tiles")
     t.add_row("bytes per element of a kernel step", f"{p.step_bytes} B", "one element of every streaming queue")
     t.add_row("CI class", CLASS_NAMES[p.ci_class], "given by the host" if p.ci_given else
               f"CI {_f(p.ci)} against CI_LOW {const('CI_LOW')} and CI_HIGH {const('CI_HIGH')}")
