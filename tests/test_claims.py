@@ -176,9 +176,10 @@ def test_mi100_at_1300_mhz_the_papers_fc5_tile_goes_from_512_to_256(devices):
 def test_the_tile_scan_never_peaks_between_the_smallest_tile_and_simd_x_wfs(lat, bw_mbps, simd, wfs, elem, clock):
     """Why no clock can move a tile from 512 to 256 with Wfs = 7 (docs/algorithm.md): below
     T = SIMD x Wfs one scheduling round covers the tile, procTime = T / (SIMD x Wfs) with no
-    overlap, and with the shipped cost weights (0) weighted merit = lat / ((SIMD x Wfs) x
-    (lat + k x T)), which falls with T. So the scan's best is the smallest tile or a tile of
-    at least SIMD x Wfs, whatever the latencies, bandwidth and clock."""
+    overlap, and with the shipped cost weights weighted merit = (lat + c0 x T) / ((SIMD x Wfs)
+    x (lat + k x T)) with c0 = COST_A x cpb below k = E x cpb + 2E / CL (COST_A < 1 <= E), which
+    falls with T. So the scan's best is the smallest tile or a tile of at least SIMD x Wfs,
+    whatever the latencies, bandwidth and clock."""
     g = tables.unpack(tables.load("mi100"))
     g.update(lat_att_cycles=lat[0], lat_l2_cycles=lat[1], lat_dram_cycles=lat[2], dram_bw_mbps=bw_mbps,
              simd_muls_per_cycle=simd)
