@@ -5,8 +5,9 @@ matches it bit for bit).
     .venv/bin/python bench/calibrate.py           # against the paper: R9 Nano Table III
     .venv/bin/python bench/calibrate.py --model   # against the performance model, every preset
 
-Without --model: how many of the eight R9 Nano picks (tile and streaming slots) match QuCo's
-own column and the paper's exhaustive best (Fine-Tuned), as "QuCo/Fine-Tuned" counts.
+Without --model: how many of the eight picks (tile and streaming slots) match QuCo's own R9
+Nano column, the paper's exhaustive best there (Fine-Tuned) and QuCo's MI100 column, as
+"R9 QuCo/R9 Fine-Tuned/MI100 QuCo" counts (bench/rule_search.py searches whole rule families).
 With --model: QuCo's slowdown against the model's exhaustive best (geometric mean over each
 preset's bundled Table III kernels), per preset and over all 40 pairs. A pick that does not
 fit or leaves no work-group resident counts as 2x. Nothing here feeds back into a constant.
@@ -28,16 +29,15 @@ from quco.perfmodel.evaluate import geomean
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import occupancy
 from quco.perfmodel.work import Config, Work, fits
+from rule_search import KERNELS, TABLE_III
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE_III_R9_NANO = {  # QuCo Table III, R9 Nano column: tile elements / slots
-    "elementwise-k": (2048, 2), "elementwise": (2048, 4), "sumvectors": (2048, 4), "dot-product": (2048, 4),
-    "matrix-vector": (512, 4), "matrix-matrix": (512, 4), "matrix-matrix-reduction": (512, 2),
-    "batched-matrix-matrix": (512, 2)}
-FINE_TUNED_R9_NANO = {  # QuCo Table III, R9 Nano, exhaustive simulation
-    "elementwise-k": (2048, 2), "elementwise": (2048, 8), "sumvectors": (2048, 8), "dot-product": (1024, 2),
-    "matrix-vector": (512, 2), "matrix-matrix": (512, 2), "matrix-matrix-reduction": (512, 2),
-    "batched-matrix-matrix": (512, 2)}
+COLUMNS = {  # (GPU, QuCo Table III column as tile / slots in rule_search.KERNELS order)
+    "R9 QuCo": ("r9-nano", TABLE_III["r9-nano"]),
+    "R9 Fine-Tuned": ("r9-nano", ((2048, 2), (2048, 8), (2048, 8), (1024, 2), (512, 2), (512, 2), (512, 2),
+                                  (512, 2))),
+    "MI100 QuCo": ("mi100", TABLE_III["mi100"]),
+}
 
 
 @contextmanager
@@ -50,18 +50,22 @@ def constant(name: str, value):
         abi.CONSTANTS[name] = saved
 
 
-def matches(gst: bytes, kernels: dict) -> str:
-    n = [0, 0]
-    for name, k in kernels.items():
-        r = reference.configure(gst, k.record())
-        streaming = {s for s, q in zip(r.slots, k.queues) if q[1] == abi.QUEUE_STREAMING}
-        for i, column in enumerate((TABLE_III_R9_NANO, FINE_TUNED_R9_NANO)):
-            tile, slots = column[name]
-            n[i] += (r.tile, streaming) == (tile, {slots})
-    return f"{n[0]}/{n[1]}"
+def matches(gsts: dict, kernels: dict) -> str:
+    """Matching picks (tile and streaming slots) per column, as "R9 QuCo/R9 Fine-Tuned/MI100 QuCo"."""
+    n = []
+    for gpu, column in COLUMNS.values():
+        hits = 0
+        for name, want in zip(KERNELS, column):
+            k = kernels[gpu, name]
+            r = reference.configure(gsts[gpu], k.record())
+            streaming = {s for s, q in zip(r.slots, k.queues) if q[1] == abi.QUEUE_STREAMING}
+            hits += (r.tile, streaming) == (want[0], {want[1]})
+        n.append(str(hits))
+    return "/".join(n)
 
 
-MODEL_SWEEP = (("CU_SLOT_REF", (4, 8, 16, 32, 64, 128)), ("TILE_BOUND_SLOTS", (1, 2, 4)),
+MODEL_SWEEP = (("CU_SLOT_REF", (16, 24, 32, 48, 64)), ("MIN_BUFFERS", (1, 2, 4)),
+               ("LITTLE_SCALE", (0.03125, 0.0625, 0.125)), ("LAT_REF_MHZ", (1000, 1500)),
                ("FALLBACK_SLOTS", (2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8, 16)),
                ("CI_LOW", (0.5, 1.0, 2.0)), ("CI_HIGH", (2.0, 4.0, 8.0)))
 UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
@@ -103,7 +107,7 @@ def main_model(con: Console) -> int:
         t.add_column(gpu, justify="right")
     rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
     rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
-             for a, b in ((0.02, 0), (0, 0.2), (0.5, 0))]
+             for a, b in ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))]
     for label, name, value in rows:
         if name is None:
             gaps = model_gaps(cases)
@@ -123,41 +127,34 @@ def main() -> int:
     con = Console(width=None if sys.stdout.isatty() else 130)
     if "--model" in sys.argv[1:]:
         return main_model(con)
-    kernels = {n: load_kernel(ROOT / "examples" / "kernels" / f"{n}.json") for n in TABLE_III_R9_NANO}
-    base = tables.unpack(tables.load("r9-nano"))
-    gst = tables.pack(base)
-    con.print(f"shipped constants: {matches(gst, kernels)} of 8 R9 Nano picks match QuCo / Fine-Tuned")
-    t = Table(title="R9 Nano picks matching QuCo/Fine-Tuned when one constant varies (shipped value in bold)")
+    kernels = {(gpu, n): load_kernel(ROOT / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
+               for gpu in ("r9-nano", "mi100") for n in KERNELS}
+    base = {gpu: tables.unpack(tables.load(gpu)) for gpu in ("r9-nano", "mi100")}
+    gsts = {gpu: tables.pack(g) for gpu, g in base.items()}
+    con.print(f"shipped constants: {matches(gsts, kernels)} of 8 picks match R9 QuCo / R9 Fine-Tuned / MI100 QuCo")
+    t = Table(title="picks matching R9 QuCo/R9 Fine-Tuned/MI100 QuCo (of 8 each) when one constant varies "
+                    "(shipped value in bold)")
     t.add_column("constant")
-    t.add_column("value: matches QuCo/Fine-Tuned out of 8")
-    for name, values in (("CU_SLOT_REF", (4, 8, 9, 16, 17, 32, 64)), ("TILE_BOUND_SLOTS", (1, 2, 4)),
-                         ("FALLBACK_SLOTS", (1, 2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8))):
+    t.add_column("value: matches")
+    for name, values in (("COST_A", (0, 0.01, 0.0135, 0.0175, 0.0224, 0.03, 0.1)),
+                         ("LITTLE_SCALE", (0.03125, 0.05, 0.0625, 0.075, 0.125)),
+                         ("CU_SLOT_REF", (16, 23, 24, 32, 44, 45, 64)), ("MIN_BUFFERS", (1, 2, 4)),
+                         ("LAT_REF_MHZ", (1000, 1500)), ("FALLBACK_SLOTS", (1, 2, 4, 8)),
+                         ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8))):
         cells = []
         for v in values:
             with constant(name, v):
-                m = matches(gst, kernels)
+                m = matches(gsts, kernels)
             text = f"{v}: {m}"
             cells.append(f"[bold]{text}[/bold]" if v == abi.const(name) else text)
         t.add_row(name, "  ".join(cells))
     cells = []
     for att in (0, 50, 100, 200, 400):
-        g = dict(base, lat_att_cycles=att)
-        text = f"{att}: {matches(tables.pack(g), kernels)}"
-        cells.append(f"[bold]{text}[/bold]" if att == base["lat_att_cycles"] else text)
+        g = {gpu: tables.pack(dict(b, lat_att_cycles=att)) for gpu, b in base.items()}
+        text = f"{att}: {matches(g, kernels)}"
+        cells.append(f"[bold]{text}[/bold]" if att == base["r9-nano"]["lat_att_cycles"] else text)
     t.add_row("GST lat_att_cycles", "  ".join(cells))
     con.print(t)
-    grid = Table(title="COST_A (rows) x COST_B (columns): matches QuCo/Fine-Tuned out of 8")
-    bs = (0, 0.1, 0.2, 0.5, 1, 2)
-    grid.add_column("a \\ b")
-    for b in bs:
-        grid.add_column(str(b), justify="right")
-    for a in (0, 0.01, 0.02, 0.05, 0.5, 1):
-        row = []
-        for b in bs:
-            with constant("COST_A", a), constant("COST_B", b):
-                row.append(str(matches(gst, kernels)))
-        grid.add_row(str(a), *row)
-    con.print(grid)
     return 0
 
 

@@ -315,12 +315,14 @@ def gst_violation(raw: bytes) -> GstViolation | None:
 # ---------------------------------------------------------------- algorithm constants
 # Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).
 CONSTANTS = {
-    "COST_A": (0.0, "f", "weight of the bandwidth penalty COST_A/BW of the cost function"),
+    "COST_A": (0.0175, "f", "weight of the bandwidth penalty COST_A/BW of the cost function (fitted)"),
     "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
     "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
     "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
-    "TILE_BOUND_SLOTS": (2, "i", "the tile must leave room to double-buffer every streaming queue"),
-    "CU_SLOT_REF": (16, "i", "CU step: slots halve once per doubling of the active CUs beyond this"),
+    "LAT_REF_MHZ": (1000, "i", "the GST's latencies are times: cycles of this clock (ns)"),
+    "MIN_BUFFERS": (2, "i", "double buffering: tiles a queue must hold, slots the CU step keeps"),
+    "LITTLE_SCALE": (0.0625, "f", "Little's law: slots per unit of memTime / procTime (fitted)"),
+    "CU_SLOT_REF": (32, "i", "CU step: slots scale by CU_SLOT_REF / active CUs, never up (fitted)"),
     "FALLBACK_SLOTS_LOW_CI": (8, "i", "slots the CI fallback starts from for a low-CI kernel"),
     "FALLBACK_SLOTS": (4, "i", "slots the CI fallback starts from otherwise (medium, high)"),
     "BARRIERS_PER_SLOT": (2, "i", "a full and an empty barrier per slot"),

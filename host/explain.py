@@ -38,15 +38,18 @@ def _inputs(p: reference.Planner) -> Table:
     g = p.g
     t.add_row("clock", f"{p.clock} MHz", "launch record (0 = the GST's nominal clock)")
     t.add_row("cycles per byte, one CU's DRAM share", _f(p.cpb), f"clock x {g['num_cus']} CUs / {g['dram_bw_mbps']:,} MB/s")
-    t.add_row("latencyTotal", f"{_f(p.lat)} cycles", "ATT + L2 + DRAM (DRAM cycles follow the clock)")
+    t.add_row("latencyTotal", f"{_f(p.lat)} cycles", f"(ATT + L2 + DRAM) x clock / LAT_REF_MHZ "
+              f"{const('LAT_REF_MHZ')}: the latencies are times")
     t.add_row("1 / (SIMD muls x Wfs)", _f(p.inv_sched), "bestLatency = T x this (no Wfs cap)")
     t.add_row("overlap min(Wfs - 1, WfPools)", _f(p.overlap), "")
     t.add_row("cost constant", _f(p.cost_const), f"COST_A {const('COST_A')} / BW + COST_B {const('COST_B')} / CL")
     t.add_row("element size of the tile", f"{p.e_tile} B", "largest streaming element")
+    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: it must hold MIN_BUFFERS tiles")
+    t.add_row("bytes per element of a kernel step", f"{p.step_bytes} B", "one element of every streaming queue")
     t.add_row("CI class", CLASS_NAMES[p.ci_class], "given by the host" if p.ci_given else
               f"CI {_f(p.ci)} against CI_LOW {const('CI_LOW')} and CI_HIGH {const('CI_HIGH')}")
-    t.add_row("active CUs, CU-step halvings", f"{p.cus}, {p.cu_shift}", f"one halving per doubling beyond CU_SLOT_REF "
-              f"{const('CU_SLOT_REF')}" + (" (switched off)" if p.flags & abi.FLAG_NO_CU_AWARE else ""))
+    t.add_row("active CUs", str(p.cus), f"CU step: slots x CU_SLOT_REF {const('CU_SLOT_REF')} / CUs, at least "
+              f"MIN_BUFFERS {const('MIN_BUFFERS')}" + (" (switched off)" if p.flags & abi.FLAG_NO_CU_AWARE else ""))
     t.add_row("LDS for queue blocks", f"{p.avail:,} B", f"partition LDS - {p.meta} B metadata")
     return t
 
@@ -65,8 +68,9 @@ def _tiles(steps: list[dict]) -> Table:
 
 def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
     ci = next(s for s in steps if s["step"] == "ci")
+    length = next(s for s in steps if s["step"] == "length")
     bound = next(s for s in steps if s["step"] == "bound")
-    t = Table(title="tile: CI step and LDS bound")
+    t = Table(title="tile: CI step, length and LDS bounds")
     for col in ("step", "tile", "why"):
         t.add_column(col)
     t.add_row("best weighted merit", str(ci["best"]), "")
@@ -76,22 +80,30 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
         why = {abi.CI_CLASS_LOW: "low CI (< CI_LOW): doubled", abi.CI_CLASS_HIGH: "high CI (> CI_HIGH): halved",
                abi.CI_CLASS_MEDIUM: "medium CI: unchanged"}[ci["ci_class"]]
     t.add_row("CI step", str(ci["tile"]), why)
+    short = const("MIN_BUFFERS") * length["tile"] > length["length"]
+    t.add_row("length bound", str(length["tile"]),
+              f"the shortest queue ({length['length']:,} elements) must hold {const('MIN_BUFFERS')} tiles"
+              + (" (halved)" if length["tile"] < length["tile_in"] else "")
+              + ("; stopped at the GST's minimum tile" if short else ""))
     t.add_row("LDS bound", str(bound["tile"]),
-              f"{bound['slots']} slots per streaming queue + 1 per stationary: {bound['bytes']:,} B of "
+              f"Little's {bound['slots']} slots per streaming queue + 1 per stationary: {bound['bytes']:,} B of "
               f"{bound['avail']:,}" + (" (halved to fit)" if bound["tile"] < bound["tile_in"] else ""))
     return t
 
 
 def _slots(p: reference.Planner, steps: list[dict]) -> Table:
-    t = Table(title="Algorithm 3: slots")
-    for col in ("queue", "kind", "memTime", "procTime", "Little's ratio", "power of two", "CU step", "final"):
+    t = Table(title="Algorithm 3: slots (Little's law per kernel)")
+    for col in ("queue", "kind", "memTime of a step", "procTime", "Little's ratio", "power of two", "CU step",
+                "final"):
         t.add_column(col, justify="right")
     fit = next((s for s in steps if s["step"] == "fit"), None)
     final = None if fit is None or fit["fits"] else fit["fallback"][-1]
-    for s in (s for s in steps if s["step"] == "little"):
-        ratio = "off: max_slots" if p.flags & abi.FLAG_NO_LITTLE else _f(s["ratio"])
-        t.add_row(str(s["queue"]), "streaming", _f(s["mem"]), _f(s["proc"]), ratio, str(s["rounded"]),
-                  f"{s['slots']} (>> {s['shift']})", str(s["slots"] if final is None else final))
+    little = next((s for s in steps if s["step"] == "little"), None)
+    for q, slots in (little["slots"].items() if little else ()):
+        ratio = "off: max_slots" if p.flags & abi.FLAG_NO_LITTLE else _f(little["ratio"])
+        capped = "" if slots == little["stepped"] else f" (queue holds {slots})"
+        t.add_row(str(q), "streaming", _f(little["mem"]), _f(little["proc"]), ratio, str(little["rounded"]),
+                  str(little["stepped"]), (str(slots) + capped) if final is None else str(p.cap(little["tile"], q, final)))
     for s in (s for s in steps if s["step"] == "stationary"):
         t.add_row(str(s["queue"]), "stationary", "", "", f"room {s['room']}", "", "", str(s["slots"]))
     return t

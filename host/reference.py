@@ -130,10 +130,10 @@ class Planner:
         # Reciprocals are taken once so the per-tile arithmetic only multiplies.
         # cpb: core cycles per byte of one CU's share of the DRAM bandwidth, at this clock
         self.cpb = f32(clock * g["num_cus"]) / f32(g["dram_bw_mbps"])
-        # DRAM latency is a time: its GST cycles are at the nominal clock. ATT and L2 are on
-        # the core clock, so their cycles do not change with DVFS.
-        dram = g["lat_dram_cycles"] * clock // g["core_clock_mhz"]
-        self.lat = f32(g["lat_att_cycles"] + g["lat_l2_cycles"] + dram)
+        # The latencies are times: the GST counts them in cycles of LAT_REF_MHZ (ns), so in
+        # core cycles they scale with the current clock (integer arithmetic, exact).
+        lat_sum = g["lat_att_cycles"] + g["lat_l2_cycles"] + g["lat_dram_cycles"]
+        self.lat = f32(lat_sum * clock // const("LAT_REF_MHZ"))
         self.inv_cl = f32(1.0) / f32(g["cache_line_bytes"])  # exact: a power of two
         wfs = h["consumer_wavefronts"]
         # QuCo Algorithm 2: bestLatency = T / (SIMDMulsPerCycle x Wfs), no cap on Wfs
@@ -143,9 +143,10 @@ class Planner:
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
         self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
-        # CU step: one halving per doubling of the active CUs beyond CU_SLOT_REF
-        self.cu_shift = 0 if self.flags & abi.FLAG_NO_CU_AWARE else floor_log2(
-            max(self.cus // const("CU_SLOT_REF"), 1))
+        self.min_len = min(q.length for q in self.q)  # the length bound: every queue holds two tiles
+        # bytes one step of the kernel moves per tile element: every streaming queue's element
+        self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
+        self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
         self.max_pow2 = floor_pow2(g["max_slots"])
 
     def note(self, step: str, **values) -> None:
@@ -168,7 +169,7 @@ class Planner:
     def mem_time(self, t: int, e: int):
         return self.lat + f32(t) * self.slope(e)
 
-    # -- Algorithm 1: weighted merit over the tile range, CI scaling, LDS bound
+    # -- Algorithm 1: weighted merit over the tile range, CI scaling, length and LDS bounds
     def merit_scan(self) -> int:
         g = self.g
         # weighted = merit x cost = (procTime x cost) / memTime, kept as a fraction: the
@@ -195,12 +196,22 @@ class Planner:
             elif self.ci_class == abi.CI_CLASS_HIGH and t > g["min_tile_elems"]:
                 t //= 2
         self.note("ci", best=best, ci=self.ci, ci_class=self.ci_class, tile=t)
-        bound = min(const("TILE_BOUND_SLOTS"), g["max_slots"])
+        # length bound: every queue holds MIN_BUFFERS tiles, so one loads while one is used
         scaled = t
-        while t > g["min_tile_elems"] and self.bytes_needed(t, {i: bound for i in self.stream}) > self.avail:
+        while t > g["min_tile_elems"] and const("MIN_BUFFERS") * t > self.min_len:
             t //= 2
-        self.note("bound", tile_in=scaled, tile=t, slots=bound, avail=self.avail,
-                  bytes=self.bytes_needed(t, {i: bound for i in self.stream}))
+        self.note("length", tile_in=scaled, tile=t, length=self.min_len)
+        # LDS bound: the tile halves until the slots Little's law asks for fit, counting no more
+        # slots than the barrier limit can give (a smaller tile would not buy them)
+        top = self.max_pow2
+        while top > 1 and self.barriers_needed({i: top for i in self.stream}) > g["barrier_limit"]:
+            top //= 2
+        scaled = t
+        while t > g["min_tile_elems"] and self.bytes_needed(t, self.bound_slots(t, top)) > self.avail:
+            t //= 2
+        want = self.bound_slots(t, top)
+        self.note("bound", tile_in=scaled, tile=t, slots=max(want.values(), default=0), avail=self.avail,
+                  bytes=self.bytes_needed(t, want))
         return t
 
     def bytes_needed(self, t: int, slots: dict) -> int:
@@ -227,19 +238,42 @@ class Planner:
         return p
 
     def cu_step(self, n: int) -> int:
-        """roundBasedOnCUs: fewer slots when more CUs compete for DRAM."""
-        return max(n >> self.cu_shift, 1)
+        """roundBasedOnCUs: n x CU_SLOT_REF / active CUs, to the nearest power of two; never
+        more than n, and never below double buffering (MIN_BUFFERS) unless n already is."""
+        if not self.cu_aware:
+            return n
+        # in integers: the largest power of two s <= n with s <= 4r/3, r = n x REF / CUs (r
+        # rounds to s or above), but not below MIN_BUFFERS
+        s = n
+        while s > const("MIN_BUFFERS") and 4 * n * const("CU_SLOT_REF") < 3 * s * self.cus:
+            s //= 2
+        return s
+
+    def cap(self, t: int, i: int, n: int) -> int:
+        """A queue holding length / t tiles never fills more slots than that."""
+        return min(n, floor_pow2(max(self.q[i].length // t, 1)))
+
+    def little(self, t: int):
+        """Little's law per kernel: tiles in flight = the memTime of one step of the kernel
+        (a tile of every streaming queue) over the procTime of a tile, x LITTLE_SCALE."""
+        if self.flags & abi.FLAG_NO_LITTLE:
+            return f32(self.g["max_slots"])
+        return self.mem_time(t, self.step_bytes) * (f32(1.0) / self.proc_time(t)) * f32(const("LITTLE_SCALE"))
+
+    def bound_slots(self, t: int, top: int) -> dict:
+        return {i: min(n, top) for i, n in self.little_slots(t).items()}
+
+    def little_slots(self, t: int) -> dict:
+        n = self.cu_step(self.round_pow2(self.little(t)))
+        return {i: n for i in self.stream}
 
     def streaming_slots(self, t: int) -> dict:
-        inv_proc = f32(1.0) / self.proc_time(t)
-        slots = {}
-        for i in self.stream:
-            mem = self.mem_time(t, self.q[i].elem_size)
-            ratio = f32(self.g["max_slots"]) if self.flags & abi.FLAG_NO_LITTLE else mem * inv_proc
-            n = self.round_pow2(ratio)
-            slots[i] = self.cu_step(n)
-            self.note("little", queue=i, mem=mem, proc=self.proc_time(t), ratio=ratio, rounded=n,
-                      shift=self.cu_shift, slots=slots[i])
+        ratio = self.little(t)
+        rounded = self.round_pow2(ratio)
+        stepped = self.cu_step(rounded)
+        slots = {i: self.cap(t, i, stepped) for i in self.stream}
+        self.note("little", tile=t, mem=self.mem_time(t, self.step_bytes), proc=self.proc_time(t), ratio=ratio,
+                  rounded=rounded, stepped=stepped, slots=slots)
         if self.fits(t, slots):
             self.note("fit", fits=True, bytes=self.bytes_needed(t, slots), barriers=self.barriers_needed(slots))
             return slots
@@ -247,10 +281,10 @@ class Planner:
         # the fallback values are powers of two (gst/abi.py): rounding only caps them
         n = min(const("FALLBACK_SLOTS_LOW_CI") if low else const("FALLBACK_SLOTS"), self.max_pow2)
         tried = [n]
-        while not self.fits(t, {i: n for i in self.stream}) and n > 1:
+        while not self.fits(t, {i: self.cap(t, i, n) for i in self.stream}) and n > 1:
             n //= 2
             tried.append(n)
-        slots = {i: n for i in self.stream}
+        slots = {i: self.cap(t, i, n) for i in self.stream}
         self.note("fit", fits=False, bytes=self.bytes_needed(t, slots), barriers=self.barriers_needed(slots),
                   fallback=tried)
         return slots
@@ -276,7 +310,7 @@ class Planner:
             for i in self.stat:
                 block = abi.lds_align(t * self.q[i].elem_size)
                 room = 1 + min((spare // n) // block, (spare_barriers // n) // const("BARRIERS_PER_SLOT"))
-                s = self.cu_step(self.round_pow2(f32(min(room, g["max_slots"]))))
+                s = self.cap(t, i, self.cu_step(self.round_pow2(f32(min(room, g["max_slots"])))))
                 while s > room:
                     s //= 2
                 out[i] = s

@@ -30,8 +30,8 @@ def test_launch_json_with_cycles(capsys, elf_path):
     code, out, _ = run(capsys, "launch", MM, "--json", "--cycles", "--firmware", elf_path)
     doc = json.loads(out)
     assert code == 0 and doc["status"] == "OK" and doc["tile"] == 512
-    # Little's 8 slots, two CU-step halvings on 64 CUs (tests/test_reference.py by hand)
-    assert [q["slots"] for q in doc["queues"]] == [2] * 9
+    # Little's 8 slots, x 32 / 64 CUs: 4; the stationary queue 4 too (tests/test_reference.py by hand)
+    assert [q["slots"] for q in doc["queues"]] == [4] * 9
     cost = doc["cost"]
     assert cost["cycles"] > 0 and cost["ns"] == pytest.approx(cost["cycles"] * 1000 / 700)
     assert cost["energy_nj"] > 0 and cost["reads"]["ROM"] >= cost["instructions"]
@@ -150,21 +150,24 @@ def test_explain_shows_each_step_of_the_pick(capsys, tmp_path):
     path.write_text(json.dumps(doc))
     code, out, _ = run(capsys, "explain", path, "--gpu", "r9-nano")
     assert code == 0 and "[red]MM[/red] on r9-nano" in out
-    # by hand: procTime(512) = 512/448 + (512/448 - 1) x 4 = 1.71429; memTime = 850 + 128 + 32 = 1010;
-    # Little's ratio 1010 / 1.71429 = 589.17 -> 8 -> two CU-step halvings on 64 CUs -> 2
-    assert "1.71429" in out and "1010" in out and "589.1" in out and "2 (>> 2)" in out
-    assert "high CI (> CI_HIGH): halved" in out and "tile 512, slots 2/2/2/2/2/2/2/2/2" in out
-    for heading in ("merit", "cost", "weighted merit", "Little's ratio", "power of two", "CU step", "LDS bound"):
+    # by hand: procTime(512) = 512/448 + (512/448 - 1) x 4 = 1.71429; memTime of a step (8 queues x
+    # 2 B) = 850 + 512 x (16 / 8 + 32 / 64) = 2130; Little's ratio 2130 / 1.71429 / 16 = 77.6562 -> 8
+    # -> x 32 / 64 CUs -> 4
+    assert "1.71429" in out and "2130" in out and "77.6562" in out
+    assert "high CI (> CI_HIGH): halved" in out and "tile 512, slots 4/4/4/4/4/4/4/4/4" in out
+    for heading in ("merit", "cost", "weighted merit", "Little's ratio", "power of two", "CU step", "length bound",
+                    "LDS bound"):
         assert heading in out
 
 
 def test_explain_names_the_fallback_and_errors(capsys, tmp_path):
     doc = json.loads(Path(MM).read_text())
     doc["ablation"] = {"cu_aware": False}
+    doc["queues"] = [{"type": "streaming", "length": 65536, "elem_size": 2, "count": 16}]
     path = tmp_path / "mm.json"
     path.write_text(json.dumps(doc))
     code, out, _ = run(capsys, "explain", path)
-    # 8 slots x 8 queues x 1 KiB do not fit: the high-CI fallback 4 fits
+    # Little's 8 slots x 16 queues need 256 barriers (limit 128): the high-CI fallback 4 fits
     assert code == 0 and "CI fallback 4 slots each" in out
     doc["partition"] = {"lds_bytes": 1024}
     path.write_text(json.dumps(doc))

@@ -20,7 +20,7 @@ def test_acta_flow_equals_the_kernel_file(elf_path):
         dev.register_queue("stationary" if qtype else "streaming", length=length, elem_size=elem)
     res = dev.size_queue()
     assert res.ok and res.lds[8:] == dev.launch(kernel).lds[8:]
-    assert (res.tile, [q.slots for q in res.queues]) == (512, [2] * 9)
+    assert (res.tile, [q.slots for q in res.queues]) == (512, [4] * 9)
 
 
 def test_quco_init_takes_a_class_and_a_work_group_size(elf_path):

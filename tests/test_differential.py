@@ -1,5 +1,6 @@
 """Firmware against the reference model, bit for bit: presets x examples, then random
 valid, near-valid and raw inputs (hypothesis drives the seeded generators of quco.host.fuzz)."""
+import dataclasses
 import random
 
 import pytest
@@ -9,10 +10,11 @@ from hypothesis import strategies as st
 from conftest import ALL_EXAMPLE_KERNELS, EXAMPLE_KERNELS
 from quco.gst import abi, tables
 from quco.gst.abi import Status
-from quco.host import fuzz
+from quco.host import fuzz, reference
 from quco.host.kernel import load_kernel
 
 EXAMPLES = EXAMPLE_KERNELS
+EXAMPLES_DIR_R9 = EXAMPLE_KERNELS[0].parent
 EXAMPLE_NAMES = [p.stem for p in EXAMPLES]
 def slow(n):
     return settings(max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -188,3 +190,49 @@ def test_a_nonzero_reserved_queue_field_is_refused_by_firmware_and_model(devices
     assert (fw.status, fw.detail) == (status, queue if status != Status.OK else 0)
     if status == Status.QUEUE_RESERVED:
         assert fw.message == f"queue {queue}: reserved field is not zero"
+
+
+# ---------------------------------------------------------------- planted-bug classes (issue #24)
+def test_queue_count_is_checked_against_the_gsts_max_queues(devices):
+    """A GST may take fewer queues than the ABI's 16: the firmware must refuse a launch with more
+    queues than the GST's max_queues (not only more than the ABI's), as the model does."""
+    g = tables.unpack(tables.load("r9-nano"))
+    g["max_queues"] = 4
+    dev = devices(tables.pack(g))
+    q = (1 << 16, abi.QUEUE_STREAMING, 2)
+    base = load_kernel(EXAMPLES[0])
+    five, four = (fuzz.compare(dev, dataclasses.replace(base, queues=[q] * n, queue_names=[]).record()) for n in (5, 4))
+    assert (five.status, five.detail) == (Status.QUEUE_COUNT, 5)
+    assert four.status == Status.OK
+
+
+def test_overlap_is_the_consumers_beyond_the_first(devices):
+    """procTime = bestLatency + (bestLatency - 1) x min(Wfs - 1, WfPools): with 2 consumers one
+    overlaps, not two. Dot-Product on the R9 Nano with Wfs = 2, tile 1024: bestLatency = 1024 /
+    (64 x 2) = 8, procTime = 8 + 7 x 1 = 15; a step moves 2 queues x 2 B per element: memTime =
+    850 + 1024 x (4 / 8 + 8 / 64) = 1490; Little 1490 / 15 / 16 = 6.2 -> 8 -> x 32 / 64 CUs -> 4
+    slots. With min(Wfs, WfPools) = 2 procTime would be 22, Little 4.2 -> 4 -> 2 slots."""
+    k = dataclasses.replace(load_kernel(EXAMPLES_DIR_R9 / "dot-product.json"), consumer_wavefronts=2)
+    p = reference.planner(tables.load("r9-nano"), k.record())
+    assert float(p.proc_time(1024)) == 15.0 and float(p.mem_time(1024, p.step_bytes)) == 1490.0
+    res = fuzz.compare(devices("r9-nano"), k.record())
+    assert res.ok and res.tile == 1024 and [q.slots for q in res.queues] == [4, 4]
+
+
+@pytest.mark.parametrize("stem", ["matrix-matrix", "dot-product"])
+def test_each_att_descriptor_signals_its_queues_full_barriers(devices, stem):
+    """Queue i owns barriers barrier_base .. + 2 x slots - 1: the full barriers of its slots,
+    then the empty ones (docs/abi.md). The ATT signals "full" when a tile lands, so every ATT
+    descriptor's full_barrier is its queue's barrier_base, never base + slots (the empty ones),
+    and the bases follow each other by 2 x slots."""
+    res = fuzz.compare(devices("r9-nano"), load_kernel(EXAMPLES_DIR_R9 / f"{stem}.json").record())
+    assert res.ok
+    n = len(res.queues)
+    at = abi.LDS_HEADER.size + n * abi.QUEUE_DESC.size
+    base = 0
+    for i, q in enumerate(res.queues):
+        att = abi.ATT_DESC.unpack(res.lds[at + i * abi.ATT_DESC.size:])
+        assert q.barrier_base == base and q.barrier_count == 2 * q.slots
+        assert att["full_barrier"] == q.barrier_base != q.barrier_base + q.slots
+        assert att["queue_index"] == i
+        base += q.barrier_count

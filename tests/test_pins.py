@@ -136,13 +136,13 @@ def test_compute_intensity_range_is_closed_and_finite(devices, ci, ok):
 
 
 # ---------------------------------------------------------------- float32: one rounding or two
-# Found by search (a GST whose latencies put memTime at 6 x procTime, so Little's ratio
-# sits on the 1.5 x 4 threshold of roundToPowerOfTwo): mem x (1/proc) rounds below 6,
+# Found by search (a GST whose latency puts memTime at 96 x procTime, so Little's ratio x 1/16
+# sits on the 1.5 x 4 threshold of roundToPowerOfTwo): mem x (1/proc) rounds below 96,
 # mem / proc does not. The firmware and the model multiply by the reciprocal (one FDIV per
-# launch, not one per queue); the two forms must not be swapped in either.
-LITTLE_GST = tables.pack({**tables.unpack(R9), "simd_muls_per_cycle": 3, "num_cus": 8, "dram_bw_mbps": 512000,
-                          "wavefront_pools": 4, "lat_att_cycles": 173, "lat_l2_cycles": 23, "lat_dram_cycles": 268})
-LITTLE_RECORD = pack_record(dict(magic=abi.LAUNCH_MAGIC, compute_intensity=2.0, consumer_wavefronts=10,
+# tile tried, not one per queue); the two forms must not be swapped in either.
+LITTLE_GST = tables.pack({**tables.unpack(R9), "simd_muls_per_cycle": 64, "num_cus": 8, "dram_bw_mbps": 512000,
+                          "wavefront_pools": 4, "lat_att_cycles": 0, "lat_l2_cycles": 0, "lat_dram_cycles": 5664})
+LITTLE_RECORD = pack_record(dict(magic=abi.LAUNCH_MAGIC, compute_intensity=2.0, consumer_wavefronts=4,
                                  flags=abi.FLAG_NO_CU_AWARE), [dict(length=1 << 16, type=0, elem_size=1)])
 
 
@@ -150,10 +150,10 @@ def test_littles_ratio_is_memtime_times_the_reciprocal_of_proctime(elf_path):
     p = reference.planner(LITTLE_GST, LITTLE_RECORD)
     tile, slots = p.plan()
     mem, proc = p.mem_time(tile, 1), p.proc_time(tile)
-    assert mem * (f32(1.0) / proc) < f32(6.0) <= mem / proc  # the two forms straddle 1.5 x 4
-    assert (tile, slots) == (512, [4])                       # 4 slots; mem / proc would give 8
+    assert mem * (f32(1.0) / proc) < f32(96.0) <= mem / proc  # the two forms straddle 16 x 1.5 x 4
+    assert (tile, slots) == (4096, [4])                        # 4 slots; mem / proc would give 8
     res = Device(LITTLE_GST, elf_path).launch(LITTLE_RECORD)
-    assert (res.tile, [q.slots for q in res.queues]) == (512, [4])
+    assert (res.tile, [q.slots for q in res.queues]) == (4096, [4])
     assert res.lds == reference.configure(LITTLE_GST, LITTLE_RECORD).lds
 
 

@@ -65,16 +65,17 @@ def gst(**changes) -> bytes:
     return tables.pack(tables.fields_from_doc(preset(**changes), "pins"))
 
 
-def record(streaming: int, stationary: int = 0, flags: int = 0, active_cus: int = 16) -> bytes:
+def record(streaming: int, stationary: int = 0, flags: int = 0, active_cus: int = 16, length: int = 4096) -> bytes:
     header = dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=2.0, ci_class=abi.CI_CLASS_NUMBER,
                   consumer_wavefronts=7, active_cus=active_cus)
-    queues = [dict(length=4096, type=abi.QUEUE_STREAMING, elem_size=2)] * streaming
-    queues += [dict(length=4096, type=abi.QUEUE_STATIONARY, elem_size=2)] * stationary
+    queues = [dict(length=length, type=abi.QUEUE_STREAMING, elem_size=2)] * streaming
+    queues += [dict(length=length, type=abi.QUEUE_STATIONARY, elem_size=2)] * stationary
     return pack_record(header, queues)
 
 
 # The fallback: FLAG_NO_LITTLE starts every streaming queue at the R9 Nano's max_slots = 8
-# (16 active CUs: no CU step), which needs 2 x 8 = 16 barriers. The CI is 2.0 (medium), so the fallback
+# (16 active CUs: the CU step keeps them), which needs 2 x 8 = 16 barriers; the queue is long
+# enough (65,536 elements) to hold 8 tiles. The CI is 2.0 (medium), so the fallback
 # starts at FALLBACK_SLOTS = 4 (8 barriers) and halves until the barriers fit; the LDS (64 KiB)
 # never binds for one 2-byte queue at these tiles.
 @pytest.mark.parametrize("barrier_limit,slots", [
@@ -86,7 +87,7 @@ def record(streaming: int, stationary: int = 0, flags: int = 0, active_cus: int 
     (3, 1),    # 4 > 3: halve twice, 1 slot needs 2
 ])
 def test_fallback_halves_the_slots_until_the_barriers_fit(devices, barrier_limit, slots):
-    table, launch = gst(barrier_limit=barrier_limit), record(1, flags=abi.FLAG_NO_LITTLE)
+    table, launch = gst(barrier_limit=barrier_limit), record(1, flags=abi.FLAG_NO_LITTLE, length=1 << 16)
     model = reference.configure(table, launch)
     assert model.status == Status.OK and model.slots == [slots]
     fw = devices(table).launch(launch)

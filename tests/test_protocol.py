@@ -123,11 +123,11 @@ MISBEHAVIOURS = {
                                       f"barriers_used {G['barrier_limit'] + 1} above"),
     "queue block past used_bytes": (_changed(**{str(queue_word(8, "offset")): 1 << 20}),
                                     "queue 8: block 1048576.."),
-    "queue block inside the metadata": (_changed(**{str(queue_word(0, "offset")): 0}), "queue 0: block 0..2048 outside the queue area 512..18944"),
+    "queue block inside the metadata": (_changed(**{str(queue_word(0, "offset")): 0}), "queue 0: block 0..4096 outside the queue area 512..37376"),
     "zero slots": (_queue_changed(3, "slots", 0), f"queue 3: slots 0 outside 1..{G['max_slots']}"),
     "slots past max_slots": (_queue_changed(3, "slots", G["max_slots"] + 1),
                              f"queue 3: slots {G['max_slots'] + 1} outside"),
-    "barriers past barriers_used": (_queue_changed(8, "barrier_count", 9), "queue 8: barriers 32+9 past barriers_used 36"),
+    "barriers past barriers_used": (_queue_changed(8, "barrier_count", 9), "queue 8: barriers 64+9 past barriers_used 72"),
 }
 
 

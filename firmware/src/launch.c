@@ -11,6 +11,14 @@ uint32_t meta_bytes(uint32_t n)
 }
 
 static uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t log2_u(uint32_t v)
+{
+    uint32_t k = 0;
+    while (v >>= 1)
+        k++;
+    return k;
+}
+
 /* log2 of an element size of 1, 2, 4 or 8, without a loop: 0, 1, 2, 3 */
 static uint32_t log2_elem(uint32_t elem_size) { return (elem_size >> 1) - (elem_size >> 3); }
 
@@ -91,7 +99,8 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     const volatile uint32_t *in = src + sizeof(quco_launch_header_t) / 4u;
     uint32_t *out = dst + sizeof(quco_launch_header_t) / 4u;
     uint32_t n_groups = 0, prev_length = 0, prev_word1 = 0, n_stationary = 0;
-    uint32_t max_elem = 0, max_stream_elem = 0;
+    uint32_t max_elem = 0, max_stream_elem = 0, step_bytes = 0;
+    uint32_t min_len = 0xffffffffu;
     uint32_t count = 0, stationary = 0; /* the current group's, kept rather than read back */
     group_t *group = groups->g - 1;
     for (uint32_t i = 0; i < n; i++, in += QUCO_QUEUE_WORDS, out += QUCO_QUEUE_WORDS) {
@@ -101,6 +110,8 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
         if (n_groups && length == prev_length && word1 == prev_word1) {
             group->count = (uint8_t)++count;
             n_stationary += stationary;
+            if (!stationary)
+                step_bytes += group->elem_size;
             continue;
         }
         uint32_t status = queue_status(length, word1);
@@ -117,10 +128,14 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
         group->stationary = (uint8_t)stationary;
         group->elem_size = (uint8_t)elem_size;
         group->elem_log2 = (uint8_t)log2_elem(elem_size);
+        group->length = length;
         n_stationary += stationary;
         max_elem = elem_size > max_elem ? elem_size : max_elem;
-        if (!stationary)
+        min_len = length < min_len ? length : min_len;
+        if (!stationary) {
             max_stream_elem = elem_size > max_stream_elem ? elem_size : max_stream_elem;
+            step_bytes += elem_size;
+        }
         prev_length = length;
         prev_word1 = word1;
     }
@@ -129,6 +144,9 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     /* the tile is chosen for the largest streaming element, or the largest of all when
      * every queue is stationary */
     groups->tile_elem_size = max_stream_elem ? max_stream_elem : max_elem;
+    groups->min_len = min_len;
+    groups->step_bytes = step_bytes;
+    groups->n_streaming = n - n_stationary;
     return QUCO_STATUS_OK;
 }
 
@@ -138,7 +156,8 @@ typedef struct {
     const groups_t *groups;  /* the launch's queues, grouped by launch_check */
     uint32_t flags;          /* QUCO_FLAG_* ablation switches */
     uint32_t ci_class;       /* QUCO_CI_CLASS_LOW / MEDIUM / HIGH */
-    uint32_t cu_shift;       /* roundBasedOnCUs: slots halve this many times */
+    uint32_t cus;            /* active CUs, for roundBasedOnCUs */
+    uint32_t little_n;       /* Little's slots (CU-stepped) at the chosen tile */
     uint32_t avail;          /* LDS bytes for queue blocks (after the metadata) */
     uint32_t meta;           /* LDS bytes of header and descriptors, aligned */
     uint32_t nominal;        /* 1: at the GST's clock, the boot-time merit table applies */
@@ -151,14 +170,6 @@ typedef struct {
     uint32_t need_bytes;     /* what the last fits() counted: LDS bytes of the queue blocks */
     uint32_t need_slots;     /* ... and slots (each takes BARRIERS_PER_SLOT barriers) */
 } planner_t;
-
-static uint32_t log2_u(uint32_t v)
-{
-    uint32_t k = 0;
-    while (v >>= 1)
-        k++;
-    return k;
-}
 
 /* v >= 1; clears low set bits until one is left (no clz instruction in RV32IMF) */
 static uint32_t floor_pow2(uint32_t v)
@@ -180,16 +191,15 @@ static uint8_t merit_table[WFS_CLASSES][4]; /* [Wfs - 1][log2 elem_size] -> log2
 
 /* The per-launch rates Algorithm 2 needs at a clock and for Wfs consumer wavefronts:
  * cycles per byte of one CU's DRAM share, latencyTotal, and bestLatency = T /
- * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. DRAM latency is a time, so its
- * cycles (the GST's are at the nominal clock) follow the clock; the ATT and L2 run on the
- * core clock. Computed afresh at every launch (an FDIV and a DIV) rather than kept for the
+ * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. The latencies are times: the GST
+ * counts them in cycles of LAT_REF_MHZ (ns), so in core cycles they follow the clock. Computed afresh at every launch (an FDIV and a DIV) rather than kept for the
  * nominal clock: the code is shared with boot and the ROM is the scarcer budget. */
 static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
 {
     const quco_gst_t *g = GST;
     float cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     p->cpb = cpb;
-    p->lat = (float)(g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles * clock / g->core_clock_mhz);
+    p->lat = (float)((g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles) * clock / QUCO_LAT_REF_MHZ);
     p->wfs = wfs;
     p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs); /* one rounding: the product is exact */
     p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
@@ -290,8 +300,12 @@ static uint32_t merit_scan(const planner_t *p, uint32_t elem_size)
     return best_log2;
 }
 
-/* Algorithm 1 in full: merit scan, CI scaling, LDS bound (room to double-buffer every
- * streaming queue). Returns log2 of the tile. */
+static uint32_t round_pow2(float r);
+static uint32_t little_slots(const planner_t *p, uint32_t tile_log2);
+
+/* Algorithm 1 in full: merit scan, CI scaling, then the length bound (every queue holds
+ * MIN_BUFFERS tiles) and the LDS bound (the slots Little's law asks for fit). Returns log2
+ * of the tile. */
 static uint32_t choose_tile(planner_t *p)
 {
     uint32_t elem_size = p->groups->tile_elem_size;
@@ -302,11 +316,19 @@ static uint32_t choose_tile(planner_t *p)
         else if (p->ci_class == QUCO_CI_CLASS_HIGH && k > min_tile_log2)
             k--;
     }
-    uint32_t bound = min_u(QUCO_TILE_BOUND_SLOTS, GST->max_slots);
-    while (k > min_tile_log2) {
-        fits(p, k, 0, bound);
-        if (p->need_bytes <= p->avail)
+    const groups_t *gr = p->groups;
+    for (;;) {
+        uint32_t n = p->little_n = little_slots(p, k);
+        if (k == min_tile_log2)
             break;
+        if ((QUCO_MIN_BUFFERS << k) <= gr->min_len) {
+            /* no more slots than the barrier limit gives: a smaller tile would not buy them */
+            while (n > 1u && QUCO_BARRIERS_PER_SLOT * (n * gr->n_streaming + gr->n_stationary) > GST->barrier_limit)
+                n >>= 1;
+            fits(p, k, 0, n);
+            if (p->need_bytes <= p->avail)
+                break;
+        }
         k--;
     }
     return k;
@@ -324,43 +346,73 @@ static uint32_t round_pow2(float r)
     return q;
 }
 
-/* roundBasedOnCUs: one halving per doubling of the active CUs beyond CU_SLOT_REF */
-static uint32_t cu_step(const planner_t *p, uint32_t slots)
+/* roundBasedOnCUs: slots x CU_SLOT_REF / active CUs, to the nearest power of two; never
+ * more than before, never below double buffering unless already there */
+__attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n)
 {
-    slots >>= p->cu_shift;
-    return slots ? slots : 1u;
+    if (p->flags & QUCO_FLAG_NO_CU_AWARE)
+        return n;
+    /* n is a power of two: the largest power of two s <= n within a factor 4/3 above
+     * r = n x REF / CUs (s <= 4r/3: r rounds to s or more), in integers */
+    uint32_t s = n, r4 = 4u * n * QUCO_CU_SLOT_REF;
+    while (s > QUCO_MIN_BUFFERS && r4 < 3u * s * p->cus)
+        s >>= 1;
+    return s;
 }
 
-/* Algorithm 3, streaming queues: Little's law (memTime / procTime), power of two, CU
- * step; when that does not fit, the CI fallback halved until it fits. Returns whether it
- * fits: it always does unless one slot per queue of the smallest tile does not (the tile
- * bound leaves room for one slot of this tile, or the tile is the smallest). */
+/* a queue holds length >> k tiles of 2^k: no more slots than that (n is a power of two) */
+static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
+{
+    while (n > 1u && (n << tile_log2) > g->length)
+        n >>= 1;
+    return n;
+}
+
+/* Little's law per kernel: memTime of one step (a tile of every streaming queue) over the
+ * procTime of a tile, x LITTLE_SCALE (max_slots with FLAG_NO_LITTLE) */
+static float little(const planner_t *p, uint32_t tile)
+{
+    if (p->flags & QUCO_FLAG_NO_LITTLE)
+        return (float)GST->max_slots;
+    return mem_time(p, tile, p->groups->step_bytes) * (1.0f / proc_time(p, tile)) * QUCO_LITTLE_SCALE;
+}
+
+static uint32_t little_slots(const planner_t *p, uint32_t tile_log2)
+{
+    return cu_step(p, round_pow2(little(p, 1u << tile_log2)));
+}
+
+__attribute__((noinline)) static void fill(const planner_t *p, uint32_t tile_log2, uint32_t n, uint8_t *slots)
+{
+    for (uint32_t i = 0; i < p->groups->n_groups; i++)
+        slots[i] = (uint8_t)cap(&p->groups->g[i], tile_log2, n); /* stationary entries are ignored */
+}
+
+/* Algorithm 3, streaming queues: Little's law, power of two, CU step, capped by the tiles a
+ * queue holds; when that does not fit, the CI fallback halved until it fits. Returns whether
+ * it fits: it always does unless one slot per queue of the smallest tile does not (the LDS
+ * bound leaves room for Little's slots of this tile, or the tile is the smallest). */
 static int streaming_slots(planner_t *p, uint32_t tile_log2, uint8_t *slots)
 {
-    const groups_t *gr = p->groups;
-    uint32_t tile = 1u << tile_log2;
-    float inv_proc = 1.0f / proc_time(p, tile);
-    for (uint32_t i = 0; i < gr->n_groups; i++) {
-        float little = (p->flags & QUCO_FLAG_NO_LITTLE) ? (float)GST->max_slots
-                                                        : mem_time(p, tile, gr->g[i].elem_size) * inv_proc;
-        slots[i] = (uint8_t)cu_step(p, round_pow2(little)); /* stationary entries are ignored */
-    }
+    fill(p, tile_log2, p->little_n, slots);
     if (fits(p, tile_log2, slots, 0))
         return 1;
     /* the fallback values are powers of two: rounding them only caps them at max_pow2_slots */
     int low = p->ci_class == QUCO_CI_CLASS_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
     uint32_t n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, max_pow2_slots);
     int ok;
-    while (!(ok = fits(p, tile_log2, 0, n)) && n > 1u)
+    for (;;) {
+        fill(p, tile_log2, n, slots);
+        if ((ok = fits(p, tile_log2, slots, 0)) || n <= 1u)
+            break;
         n >>= 1;
-    for (uint32_t i = 0; i < gr->n_groups; i++)
-        slots[i] = (uint8_t)n;
+    }
     return ok;
 }
 
 /* Stationary queues share what the streaming queues left (p->need_* of the last fits),
  * evenly: each already has one slot; Algorithm 3 rounds and CU-steps their count like the
- * streaming ones'. */
+ * streaming ones', capped by the tiles the queue holds. */
 static void stationary_slots(const planner_t *p, uint32_t tile_log2, uint8_t *slots)
 {
     const groups_t *gr = p->groups;
@@ -380,7 +432,7 @@ static void stationary_slots(const planner_t *p, uint32_t tile_log2, uint8_t *sl
         if (block_log2 < QUCO_LDS_ALIGN_LOG2)
             block_log2 = QUCO_LDS_ALIGN_LOG2;
         uint32_t room = 1u + min_u(spare >> block_log2, room_barriers);
-        uint32_t s = cu_step(p, round_pow2((float)min_u(room, GST->max_slots)));
+        uint32_t s = cap(q, tile_log2, cu_step(p, round_pow2((float)min_u(room, GST->max_slots))));
         while (s > room)
             s >>= 1;
         slots[i] = (uint8_t)s;
@@ -399,7 +451,7 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
     p.meta = meta_bytes(h->num_queues);
     p.avail = lds > p.meta ? lds - p.meta : 0u;
-    p.cu_shift = (p.flags & QUCO_FLAG_NO_CU_AWARE) ? 0u : log2_u(cus / QUCO_CU_SLOT_REF);
+    p.cus = cus;
     /* the CI class: given by the host, else from the number */
     float ci = h->compute_intensity;
     uint32_t ci_class = h->ci_class;
