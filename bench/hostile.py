@@ -273,7 +273,7 @@ def option_cases():
     for v in ("10000", "0.5", "700"):
         for cmd in (["launch", MM, "--cycles", "--json"], ["profile", MM]):
             yield Case(f"{cmd[0]} --clock {v}", cmd + ["--clock", v], {}, ())
-    outputs = {"a folder": ("{dir}", "directory"), "a missing folder": ("{tmp}/no/such/x", "No such file")}
+    outputs = {"a folder": ("{dir}", "is a folder"), "a missing folder": ("{tmp}/no/such/x", "No such file")}
     for name, (path, words) in outputs.items():
         for cmd in (["profile", MM, "--trace", path], ["gst", "pack", "r9-nano", "-o", path],
                     ["launch", MM, "--model", "--model-trace", path]):

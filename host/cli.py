@@ -11,7 +11,9 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 
 from rich.console import Console
 from rich.table import Table
@@ -24,6 +26,7 @@ from quco.emulator.timing import ProfileError
 from quco.host import atomic, cli_gdb, cli_gst, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, result_from
 from quco.host.kernel import KernelError, load_kernel
+from quco.perfmodel.sweep import SweepError
 from quco.gst.userinput import printable
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
@@ -32,8 +35,16 @@ DEFAULT_GPU = "r9-nano"
 # markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
 # literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
 # take quadratic time on long text
-out = Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich's default exits 1 (the "disagree" code) with nothing said; main() ends a closed
+        pipe (`quco-emu evaluate | head -1`) quietly with exit 0 instead."""
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+out = _Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
+err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
               highlight=False, soft_wrap=True)  # messages whole, for grep
 
 
@@ -102,6 +113,7 @@ def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -
 
 
 def cmd_launch(args) -> int:
+    atomic.check_target(args.model_trace)  # before any work: a target it cannot write is exit 2 now
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
     if args.reference:
@@ -142,7 +154,7 @@ def cmd_launch(args) -> int:
                 line += f"; reconfiguration = {100 * res.cost.ns / model['ns']:.3f}% of the kernel"
             out.print(line, markup=False, highlight=False)
             if args.model_trace:
-                out.print(f"wrote {args.model_trace} (open in https://ui.perfetto.dev)", markup=False)
+                out.print(f"wrote {printable(args.model_trace)} (open in https://ui.perfetto.dev)", markup=False)
     if not res.ok:
         err.print(f"error: {kernel.name} on {gpu}: {res.message}")
         return EXIT_STATUS
@@ -150,6 +162,7 @@ def cmd_launch(args) -> int:
 
 
 def cmd_profile(args) -> int:
+    atomic.check_target(args.trace)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
     dev = _device(gpu, gst, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
@@ -159,7 +172,7 @@ def cmd_profile(args) -> int:
     step = "cached relaunch" if args.cached else "cold launch"
     steps = profile.attribute(dev.image, dev.timer, res.cost.trace)
     rows = profile.by_function(steps)
-    if args.trace:  # written first: a trace that cannot be written leaves no half report
+    if args.trace is not None:  # written first: a trace that cannot be written leaves no half report
         _write(args.trace, json.dumps(profile.chrome_trace(steps, args.clock, f"QuCo {kernel.name} {step}")))
     total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
@@ -172,7 +185,7 @@ def cmd_profile(args) -> int:
         t.add_row(r.name, str(r.entries), f"{r.instructions:,}", f"{r.cycles:,}",
                   f"{100 * r.cycles / total:.1f}", f"{r.total_cycles:,}", f"{100 * r.total_cycles / total:.1f}")
     out.print(t)
-    if args.trace:
+    if args.trace is not None:
         out.print(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)")
     return 0
 
@@ -272,6 +285,7 @@ def parser() -> argparse.ArgumentParser:
 
 # what each error of the layers below means for the exit code
 ERRORS = ((KernelError, EXIT_INPUT), (tables.GstFileError, EXIT_INPUT), (ProfileError, EXIT_INPUT),
+          (SweepError, EXIT_INPUT),  # a scheduler that cannot be reached, a table it cannot write
           (DeviceError, EXIT_STATUS), (ElfError, EXIT_FIRMWARE), (FirmwareMisbehaved, EXIT_FIRMWARE_MISBEHAVED))
 
 
@@ -293,8 +307,22 @@ def _run(args) -> int:
     return code
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that `finally` blocks run (a sweep's process
+    pool is shut down and its workers ended, not left running)."""
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         code = _run(args)
         sys.stdout.flush()  # inside the try: a closed pipe shows up here at the latest
@@ -305,6 +333,17 @@ def main(argv=None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a word, no traceback
+        with contextlib.suppress(OSError, ValueError):
+            print("interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        with contextlib.suppress(OSError, ValueError):
+            print("terminated", file=sys.stderr, flush=True)
+        return EXIT_TERMINATED
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from rich.text import Text
 
 from quco.examples import KERNELS as EXAMPLES
 from quco.gst import tables
+from quco.gst.userinput import int_option, printable
+from quco.host import atomic
 from quco.host.kernel import load_kernel
 from quco.perfmodel import evaluate as ev
 from quco.perfmodel import search
@@ -82,6 +84,15 @@ def _run(tasks, args, fn):
 def cmd_evaluate(args) -> int:
     cli = _cli()
     out = cli.out
+    from quco.perfmodel import sweep
+    if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
+        sweep.check_table_path(args.out)
+    atomic.check_folder(args.plot)
+    if args.scheduler is not None:
+        sweep.check_scheduler(args.scheduler)
+    if args.scheduler is not None and args.workers is not None and args.scheduler != "local-dask":
+        raise cli.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
+                            f"{printable(args.scheduler)} has its own workers")
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
@@ -99,10 +110,9 @@ def cmd_evaluate(args) -> int:
     port = ev.portability(best, models) if not args.no_portability else []
     summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
                "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
-    if args.out:
-        from quco.perfmodel import sweep
+    if args.out is not None:
         sweep.write_table(rows, args.out)
-    if args.plot:
+    if args.plot is not None:
         from quco.perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         written = plots.fig6([r for r in rows if r["case"] in plots.FIG6_CASES], args.plot)
@@ -121,10 +131,10 @@ def cmd_evaluate(args) -> int:
         if worst:
             out.print(Text(f"portability: worst slowdown {worst['slowdown']:.2f}x ({worst['kind']}: "
                            f"{worst['source']} -> {worst['target']}, {worst['scope']})"))
-    if args.out:
-        out.print(Text(f"wrote {args.out} ({len(rows)} rows)"))
-    if args.plot:
-        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+    if args.out is not None:
+        out.print(Text(f"wrote {printable(args.out)} ({len(rows)} rows)"))
+    if args.plot is not None:
+        out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0
 
 
@@ -202,7 +212,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--plot", metavar="DIR", help="write PNG and SVG figures (Fig. 6, 7, 1 analogues) here")
     p.add_argument("--out", metavar="FILE", help="tidy table of every row: .csv or .parquet")
     p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port); default: local processes")
-    p.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
+    p.add_argument("--workers", type=int_option(1, 1024), help="local worker processes (default: one per core)")
     p.add_argument("--no-ablation", action="store_true", help="skip the ablation steps")
     p.add_argument("--no-portability", action="store_true", help="skip the portability matrices")
     p.set_defaults(func=cmd_evaluate)

@@ -14,6 +14,8 @@ import json
 from rich.table import Table
 from rich.text import Text
 
+from quco.gst.userinput import printable
+from quco.host import atomic
 from quco.host.atomic import write_text
 from quco.host.device import QUCO_CLOCK_MHZ
 from quco.workloads import baselines, dvfs, format, runner
@@ -47,6 +49,8 @@ def _ns(v) -> str:
 
 def cmd_run(args) -> int:
     out, fail, _ = _ui()
+    atomic.check_target(args.trace)  # before any work: an output it cannot write is exit 2 now
+    atomic.check_folder(args.plot)
     tenants = [_tenant(s) for s in args.workloads]
     trace = dvfs.load_trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
     gpu = args.gpu if args.gpu is not None else tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"
@@ -70,10 +74,10 @@ def cmd_run(args) -> int:
     totals = {tid: runner.totals([s for s in steps if s.tenant == tid]) for tid in range(len(tenants))}
     types = baselines.by_type(steps)
     written = []
-    if args.trace:
+    if args.trace is not None:
         from quco.workloads.trace import chrome_trace
         write_text(args.trace, json.dumps(chrome_trace(steps, tenants, gpu)))
-    if args.plot:
+    if args.plot is not None:
         from quco.workloads import plots
         if summary:
             for tid, t in enumerate(tenants):
@@ -102,10 +106,10 @@ def cmd_run(args) -> int:
         _totals(out, t, totals[tid], summary.get(tid), len(tenants) > 1)
     if compared:
         out.print(_dvfs_table(compared, args.layers))
-    if args.trace:
-        out.print(Text(f"wrote {args.trace} (open in https://ui.perfetto.dev)"))
+    if args.trace is not None:
+        out.print(Text(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)"))
     if written:
-        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+        out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0
 
 

@@ -96,10 +96,10 @@ CASES = [
     ("--clock nan profile", {}, ["profile", MM, "--clock", "nan"], 2, ["--clock"]),
     ("--clock inf", {}, ["launch", MM, "--cycles", "--json", "--clock", "inf"], 2, ["--clock"]),
     # 7 outputs: atomic, clear errors, the old file intact
-    ("trace to a folder", {"old.json": "old"}, ["profile", MM, "--trace", "{d}"], 2, ["Is a directory"]),
+    ("trace to a folder", {"old.json": "old"}, ["profile", MM, "--trace", "{d}"], 2, ["is a folder"]),
     ("trace to a missing folder", {}, ["profile", MM, "--trace", "{d}/no/such/t.json"], 2, ["No such file"]),
     ("pack to a missing folder", {}, ["gst", "pack", "r9-nano", "-o", "{d}/no/such/t.gst"], 2, ["No such file"]),
-    ("model trace to a folder", {}, ["launch", MM, "--model", "--model-trace", "{d}"], 2, ["Is a directory"]),
+    ("model trace to a folder", {}, ["launch", MM, "--model", "--model-trace", "{d}"], 2, ["is a folder"]),
     # 9 timing profiles against their schema
     ("profile hazard = 5", {"p.toml": profile("[hazard]", "hazard = 5\n[unused]")},
      ["launch", MM, "--profile", "{d}/p.toml"], 2, ["p.toml: result.hazard: unknown field"]),

@@ -153,7 +153,7 @@ def _leftovers(folder):
 def test_a_failed_write_leaves_the_old_file_intact(tmp_path):
     old = write_table(ROWS, tmp_path / "t.csv").read_bytes()
     (tmp_path / "dir.csv").mkdir()
-    with pytest.raises(IsADirectoryError, match="cannot write .*dir.csv"):
+    with pytest.raises(OSError, match="dir.csv: is a folder"):
         write_table(ROWS, tmp_path / "dir.csv")
 
     class Unprintable:
