@@ -25,7 +25,7 @@ from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
 from quco.host import atomic, cli_gdb, cli_gst, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, result_from
-from quco.host.kernel import KernelError, load_kernel
+from quco.host.kernel import KernelError, load_kernel, partition_problems
 from quco.perfmodel.sweep import SweepError
 from quco.gst.userinput import printable
 
@@ -76,12 +76,44 @@ def checked_gst(spec: str, via: str = "") -> bytes:
 
 
 def _target(args, kernel=None) -> tuple[str, bytes]:
-    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its GST."""
+    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its
+    GST; a kernel whose partition the GPU cannot give is refused here, before any launch."""
     if getattr(args, "gpu", None) is not None:  # `check` has no --gpu
-        return printable(args.gpu), checked_gst(args.gpu, "--gpu")
-    if kernel is not None and kernel.gpu:
-        return kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
-    return DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+        gpu, gst = printable(args.gpu), checked_gst(args.gpu, "--gpu")
+    elif kernel is not None and kernel.gpu:
+        gpu, gst = kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
+    else:
+        gpu, gst = DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+    if kernel is not None:
+        checked_partition(kernel, gst, gpu, printable(str(args.kernel)))
+    return gpu, gst
+
+
+def checked_partition(kernel, gst: bytes, gpu: str, where: str) -> None:
+    """A partition larger than the GPU is bad input (exit 2), the same message everywhere."""
+    problems = partition_problems(kernel.active_cus, kernel.lds_bytes, tables.unpack(gst), gpu)
+    if problems:
+        raise UserError("\n".join(f"{where}: {p}" for p in problems))
+
+
+def checked_profile(spec) -> None:
+    """--profile: a timing profile whose instructions take time (see ZERO_ISSUE)."""
+    if spec is None:
+        return
+    from quco.emulator.timing import CLASSES, OPTIONAL, load_profile
+    p = load_profile(spec)  # ProfileError (exit 2) for a file that breaks the schema
+    free = [c for c in (*CLASSES, *OPTIONAL) if p.issue.get(c, 1) < 1]  # in the file's documented order
+    if free:
+        where = printable(str(p.path or spec))
+        raise UserError(f"{where}: issue.{free[0]}: 0 cycles"
+                        f"{f' (and {len(free) - 1} more classes)' if len(free) > 1 else ''}; {ZERO_ISSUE}")
+
+
+# A single-issue in-order core (QuCo's CV32E40P) issues at most one instruction per cycle, so
+# every class occupies the pipeline for at least one cycle; a profile where one costs nothing
+# would report cycles below the instruction count ("0 cycles = 0 ns" when all are 0).
+ZERO_ISSUE = ("expected at least 1 cycle for every [issue] class: a single-issue core issues at most one "
+              "instruction per cycle, so nothing retires in 0 cycles")
 
 
 def _device(gpu: str, gst: bytes, firmware, **options) -> Device:
@@ -114,6 +146,7 @@ def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -
 
 def cmd_launch(args) -> int:
     atomic.check_target(args.model_trace)  # before any work: a target it cannot write is exit 2 now
+    checked_profile(args.profile)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
     if args.reference:
@@ -163,6 +196,7 @@ def cmd_launch(args) -> int:
 
 def cmd_profile(args) -> int:
     atomic.check_target(args.trace)
+    checked_profile(args.profile)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
     dev = _device(gpu, gst, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
@@ -289,13 +323,21 @@ ERRORS = ((KernelError, EXIT_INPUT), (tables.GstFileError, EXIT_INPUT), (Profile
           (DeviceError, EXIT_STATUS), (ElfError, EXIT_FIRMWARE), (FirmwareMisbehaved, EXIT_FIRMWARE_MISBEHAVED))
 
 
+def _elf(args) -> str:
+    """The firmware ELF a command ran (--firmware, $QUCO_FIRMWARE or the installed one)."""
+    from quco.host.device import firmware_path
+    return str(firmware_path(getattr(args, "firmware", None)))
+
+
 def _run(args) -> int:
     try:
         return args.func(args)
     except UserError as e:
         code, text = e.code, f"error: {e}"
     except Fault as e:
-        code, text = EXIT_FAULT, f"emulator fault: {e}"
+        code, text = EXIT_FAULT, f"emulator fault in firmware {_elf(args)}: {e}"
+    except FirmwareMisbehaved as e:
+        code, text = EXIT_FIRMWARE_MISBEHAVED, f"error: {e} (firmware {_elf(args)})"
     except tuple(kind for kind, _ in ERRORS) as e:
         code, text = next(c for kind, c in ERRORS if isinstance(e, kind)), f"error: {e}"
     except BrokenPipeError:

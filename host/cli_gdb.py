@@ -44,6 +44,7 @@ def cmd_gdb(args) -> int:
     kernel = load_kernel(args.kernel)
     gpu, gst = cli._target(args, kernel)
     host, port = _gdb_address(args)
+    cli.checked_profile(args.profile)
     if args.launches < 1:
         raise cli.UserError(f"--launches {args.launches}: expected at least 1")
     elf_path = firmware_path(args.firmware)

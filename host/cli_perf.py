@@ -96,6 +96,9 @@ def cmd_evaluate(args) -> int:
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
+    for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
+        for path, k in zip(args.kernels, given):
+            cli.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]

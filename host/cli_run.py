@@ -51,6 +51,8 @@ def cmd_run(args) -> int:
     out, fail, _ = _ui()
     atomic.check_target(args.trace)  # before any work: an output it cannot write is exit 2 now
     atomic.check_folder(args.plot)
+    from quco.host.cli import checked_profile
+    checked_profile(args.profile)
     tenants = [_tenant(s) for s in args.workloads]
     trace = dvfs.load_trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
     gpu = args.gpu if args.gpu is not None else tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"

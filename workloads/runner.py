@@ -22,6 +22,7 @@ import simpy
 
 from quco.gst import abi, tables
 from quco.host.device import QUCO_CLOCK_MHZ, Device
+from quco.host.kernel import partition_problems
 from quco.perfmodel import search
 from quco.perfmodel.params import Machine, machine
 from quco.perfmodel.sim import occupancy
@@ -113,12 +114,7 @@ class Session:
             for i, lay in enumerate(t.workload.layers):
                 cus, lds = t.active_cus or lay.active_cus, t.lds_bytes or lay.lds_bytes
                 where = f"{t.workload.path}: layer {lay.index} ({lay.name}, {lay.where})"
-                if cus > self.g["num_cus"]:
-                    problems.append(f"{where}: partition.active_cus: {cus} is out of range; expected 0 to "
-                                    f"{self.g['num_cus']} ({self.gpu}'s num_cus)")
-                if lds > self.g["lds_bytes"]:
-                    problems.append(f"{where}: partition.lds_bytes: {lds} is out of range; expected 0 to "
-                                    f"{self.g['lds_bytes']} ({self.gpu}'s lds_bytes), a multiple of 128")
+                problems += [f"{where}: {p}" for p in partition_problems(cus, lds, self.g, self.gpu)]
                 if len(problems) >= 20:
                     break
         total = sum(t.active_cus for t in tenants)
