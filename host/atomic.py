@@ -85,6 +85,9 @@ def plan(path) -> tuple[str, object]:
         if os.path.islink(text):
             raise TargetError(errno.ENOENT, f"{text}: a symbolic link to a missing file "
                                             f"({os.readlink(text)}); expected a file to write") from None
+        folder = os.path.dirname(text) or "."
+        if not os.path.isdir(folder):
+            raise TargetError(errno.ENOENT, f"cannot write {text}: No such file or directory (no folder {folder})") from None
         return "replace", Path(text)
     except OSError as e:
         raise TargetError(e.errno or errno.EIO, f"{text}: cannot write: {e.strerror or e}") from None

@@ -149,6 +149,8 @@ def cmd_launch(args) -> int:
     checked_profile(args.profile)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
+    if args.model or args.model_trace is not None:
+        cli_perf.model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     if args.reference:
         r = reference.configure(gst, kernel.record())
         res = result_from(r.status, r.detail, r.lds, generation=1)

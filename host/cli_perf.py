@@ -19,7 +19,7 @@ from quco.host.kernel import load_kernel
 from quco.perfmodel import evaluate as ev
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
-from quco.perfmodel.work import Config, Work
+from quco.perfmodel.work import Config, Queue, Work
 
 
 def _cli():
@@ -35,6 +35,28 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
             "cycles": cycles, "gap_pct": 100.0 * (cycles / best - 1.0)}
 
 
+# The SimPy model schedules events for every tile a work-group walks (perfmodel/sim.py), so its
+# time grows with the queues' lengths: `search` on one 4,194,304-element queue (65,536 tiles of
+# 64) took 48 s on the reference machine (13 s for 1,048,576). Beyond this bound a run would take
+# minutes to hours (a 2^32-1 queue: about 14 hours), so it is refused up front, saying why.
+MAX_MODEL_TILES = 65_536
+
+
+def model_bound(kernel, g: dict, where: str) -> None:
+    """Refuse a kernel the performance model would take more than about a minute on: the
+    tiles one work-group walks at the GST's smallest tile, over runs of identical queues."""
+    work = Work(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues), 1.0, kernel.consumer_wavefronts)
+    tile = (search.tiles(g) or [search.TILE_RANGE[0]])[0]
+    n = sum(work.tiles(first, tile) for first, _ in work.runs())
+    if n > MAX_MODEL_TILES:
+        raise _cli().UserError(
+            f"{where}: the performance model walks every tile of a work-group: {n:,} tiles of {tile} elements "
+            f"(queue lengths up to {max(q.length for q in work.queues):,}); it takes at most {MAX_MODEL_TILES:,} "
+            f"(about a minute for search, which tries every tile size), so this kernel would run for "
+            f"{n / MAX_MODEL_TILES:,.0f} times as long. Shorten the queues (the unit itself configures any length: "
+            f"quco-emu launch without --model)")
+
+
 def model_of(kernel, gpu: str, gst: bytes | None = None):
     g = tables.unpack(gst if gst is not None else tables.load(gpu))
     return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
@@ -45,6 +67,7 @@ def cmd_search(args) -> int:
     out, fail = cli.out, cli.UserError
     kernel = load_kernel(args.kernel)
     gpu, gst = cli._target(args, kernel)
+    model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     g, m, work = model_of(kernel, gpu, gst)
     ranked = search.exhaustive(m, g, work)
     if not ranked:
@@ -99,6 +122,7 @@ def cmd_evaluate(args) -> int:
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
             cli.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
+            model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]

@@ -146,8 +146,9 @@ def model_ns(m: Machine, work: Work, cfg: Config) -> float | None:
     return search.evaluate(m, work, cfg).ns
 
 
-def run(session: Session, tenants: list[Tenant]) -> list[Step]:
-    """Every tenant's layers in order on one timeline; the unit serves them in turn."""
+def run(session: Session, tenants: list[Tenant], progress=None) -> list[Step]:
+    """Every tenant's layers in order on one timeline; the unit serves them in turn.
+    progress: optional callback(layers done, layers in all)."""
     session.check(tenants)
     env = simpy.Environment()
     unit = simpy.Resource(env, capacity=1)
@@ -173,7 +174,10 @@ def run(session: Session, tenants: list[Tenant]) -> list[Step]:
             step.exposed_ns = step.start - prev_end
             step.end = prev_end = step.start + step.run_ns
             steps.append(step)
+            if progress:
+                progress(len(steps), total)
 
+    total = sum(len(t.workload.layers) for t in tenants)
     for tid, t in enumerate(tenants):
         env.process(tenant(tid, t))
     env.run()
