@@ -85,9 +85,7 @@ def plan(path) -> tuple[str, object]:
         if os.path.islink(text):
             raise TargetError(errno.ENOENT, f"{text}: a symbolic link to a missing file "
                                             f"({os.readlink(text)}); expected a file to write") from None
-        folder = os.path.dirname(text) or "."
-        if not os.path.isdir(folder):
-            raise TargetError(errno.ENOENT, f"cannot write {text}: No such file or directory (no folder {folder})") from None
+        _check_folder_writable(text, os.path.dirname(text) or ".")
         return "replace", Path(text)
     except OSError as e:
         raise TargetError(e.errno or errno.EIO, f"{text}: cannot write: {e.strerror or e}") from None
@@ -95,6 +93,7 @@ def plan(path) -> tuple[str, object]:
     if stat.S_ISREG(mode):
         if not os.access(real, os.W_OK):
             raise TargetError(errno.EACCES, f"{text}: cannot write: Permission denied (the file is read-only)")
+        _check_folder_writable(text, str(real.parent))  # the temporary file goes there
         return "replace", real
     if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
         return "through", real
@@ -102,6 +101,13 @@ def plan(path) -> tuple[str, object]:
     code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
     raise TargetError(code, f"{text}: is {_kind(mode)}{link}; expected a file to write "
                             "(or a FIFO or character device to write through)")
+
+
+def _check_folder_writable(text: str, folder: str) -> None:
+    if not os.path.isdir(folder):
+        raise TargetError(errno.ENOENT, f"cannot write {text}: No such file or directory (no folder {folder})")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise TargetError(errno.EACCES, f"cannot write {text}: Permission denied (the folder {folder} is not writable)")
 
 
 def check_target(path) -> None:

@@ -32,9 +32,6 @@ from quco.gst.userinput import printable
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
 DEFAULT_GPU = "r9-nano"
-# markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
-# literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
-# take quadratic time on long text
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """rich's default exits 1 (the "disagree" code) with nothing said; main() ends a closed
@@ -43,6 +40,9 @@ class _Console(Console):
         raise BrokenPipeError(32, "Broken pipe")
 
 
+# markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
+# literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
+# take quadratic time on long text
 out = _Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
 err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
               highlight=False, soft_wrap=True)  # messages whole, for grep

@@ -266,3 +266,15 @@ def test_a_read_only_file_is_not_replaced_by_another_user(shared_folder):
     os.chown(path, nobody, nobody)
     r = run_as(nobody, [{"case": "ro", "fifo": False, "path": str(path), "argv": ["gst", "pack", "r9-nano", "-o", str(path)]}])["ro"]
     assert r["code"] == 2 and "read-only" in r["err"] and path.read_bytes() == OLD
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root to make a folder the unprivileged user cannot write")
+def test_a_folder_the_user_cannot_write_is_refused_up_front(shared_folder):
+    """Before any work: the temporary file could not be made there."""
+    nobody = pwd.getpwnam("nobody").pw_uid
+    locked = shared_folder / "locked"
+    locked.mkdir(mode=0o755)  # root's: nobody may not create files in it
+    r = run_as(nobody, [{"case": "locked", "fifo": False, "path": str(locked / "t.json"),
+                         "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}])["locked"]
+    assert r["code"] == 2 and "Permission denied (the folder" in r["err"] and r["out"] == "", r
+    assert list(locked.iterdir()) == []
