@@ -7,13 +7,26 @@ breaks the launch protocol: no acknowledgement, a status or count the ABI does n
 """
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+
+
+def _quiet_exit(signum, frame):
+    raise SystemExit(130)
+
+
+# Ctrl-C while the modules below load (about a second: rich, numpy, unicorn, the model) exits
+# 130 without a traceback, as it does once main() runs
+_GUARD = threading.current_thread() is threading.main_thread() and \
+    signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _GUARD:
+    signal.signal(signal.SIGINT, _quiet_exit)
+
 import argparse
 import contextlib
 import json
 import os
-import signal
-import sys
-import threading
 
 from rich.console import Console
 from rich.table import Table
@@ -28,6 +41,9 @@ from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, 
 from quco.host.kernel import KernelError, load_kernel, partition_problems
 from quco.perfmodel.sweep import SweepError
 from quco.gst.userinput import printable
+
+if _GUARD:  # loaded: main() handles Ctrl-C from here on
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6

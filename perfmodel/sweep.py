@@ -17,6 +17,8 @@ import math
 import multiprocessing
 import os
 import re
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
@@ -78,6 +80,45 @@ def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None,
         return _run_dask(client, fn, tasks, report, chunk)
 
 
+def _start_fork_server() -> None:
+    """Start multiprocessing's fork server with SIGINT ignored: the disposition survives its
+    exec and every worker forked from it keeps it, so Ctrl-C (which a terminal sends to the
+    whole process group) reaches only this process, which ends the workers (_run_pool), and no
+    worker prints a KeyboardInterrupt traceback, not even one starting up. SIGINT is blocked
+    meanwhile, so a Ctrl-C in this moment stays pending here and acts afterwards."""
+    from multiprocessing import forkserver
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # blocked: kept pending, even ignored
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM wait while the pool starts its workers, then act: a signal in the
+    middle of a start (inside the executor's locks) would leave a worker this process does not
+    know yet, to die later with a traceback of its own, or a lock that shutdown() then waits on.
+    (Blocking the signals would not do: another thread, the executor's, would take them.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {sig: signal.signal(sig, lambda signum, frame: got.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        if got:
+            signal.raise_signal(got[0])  # now, through the handler it would have met
+
+
 def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
     chunks = _chunks(tasks, chunk or chunk_size(len(tasks), workers))
     results: list = [None] * len(chunks)
@@ -85,9 +126,11 @@ def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
     # forkserver: forking a process that runs threads (a Dask client, a progress bar) can
     # deadlock the child; the pool's workers fork from a clean server process instead.
     ctx = multiprocessing.get_context("forkserver")
+    _start_fork_server()
     pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx)
     try:
-        index = {pool.submit(_apply_chunk, fn, c): i for i, c in enumerate(chunks)}
+        with _signals_deferred():  # the submits start the workers: each is known before a signal acts
+            index = {pool.submit(_apply_chunk, fn, c): i for i, c in enumerate(chunks)}
         for fut in as_completed(index):
             results[index[fut]] = fut.result()
             done += len(chunks[index[fut]])
@@ -95,7 +138,7 @@ def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
     except BaseException:
         # Ctrl-C, SIGTERM (host/cli.py raises it here) or a failed task: end the workers now
         # rather than let them finish their chunks; shutdown() then reaps them
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        for proc in multiprocessing.active_children():  # also one started but not yet the pool's
             with contextlib.suppress(OSError):
                 proc.terminate()
         raise

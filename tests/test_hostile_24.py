@@ -265,21 +265,22 @@ def alive(session: int) -> list[str]:
     return [line for line in out.splitlines() if line.split()[0] == str(session) and not line.split()[1].startswith("Z")]
 
 
+@pytest.mark.parametrize("moment", [2, 5], ids=["while the pool starts", "while it runs"])
 @pytest.mark.parametrize("sig,code,word,group", [(signal.SIGTERM, 143, "terminated", False),
                                                  (signal.SIGINT, 130, "interrupted", False),
                                                  (signal.SIGINT, 130, "interrupted", True)],
                          ids=["SIGTERM", "SIGINT", "Ctrl-C (the whole process group)"])
-def test_signals_end_evaluate_and_its_workers(sig, code, word, group):
+def test_signals_end_evaluate_and_its_workers(sig, code, word, group, moment):
+    """A signal as soon as the pool's first process exists (`moment` 2: the CLI and the fork
+    server), or once all run (5: with the 2 workers and the resource tracker): one word on
+    stderr, the shell's exit code, and no process of the session left."""
     p = subprocess.Popen(CLI + ["evaluate", "--workers", "2", "--no-portability"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        # the CLI, the pool's fork server, its 2 workers, the resource tracker: a signal while
-        # the pool is still starting can catch a worker half-born, which prints its own traceback
-        while len(alive(p.pid)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert len(alive(p.pid)) >= 5, "the pool never started"
-        time.sleep(0.5)
+        while len(alive(p.pid)) < moment and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(alive(p.pid)) >= moment, "the pool never started"
         if group:
             os.killpg(p.pid, sig)
         else:
