@@ -19,6 +19,7 @@ import argparse
 import collections
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -363,6 +364,12 @@ def surface_cases():
     for cmd in (["gst", "pack", "r9-nano", "-o", "{tmp}/dangling.csv"], ["profile", MM, "--trace", "{tmp}/dangling.csv"],
                 ["run", w, "--no-baselines", "--trace", "{tmp}/dangling.csv"]):
         yield Case(f"{cmd[0]} output to a dangling link", cmd, {"w.json": _workload()}, (2,), ("symbolic link",))
+    if os.geteuid() == 0:  # a private /dev/full (char device 1,7): written through, never replaced
+        for cmd in (["gst", "pack", "r9-nano", "-o", "{tmp}/full"], ["profile", MM, "--trace", "{tmp}/full"],
+                    ["launch", MM, "--model", "--model-trace", "{tmp}/full"],
+                    ["run", w, "--no-baselines", "--trace", "{tmp}/full"]):
+            yield Case(f"{cmd[0]} output to a 1,7 character device", cmd, {"w.json": _workload()}, (2,),
+                       ("No space left on device",))
     nameless = bytearray(GOOD_GST)
     nameless[abi.GST.offset("name"):abi.GST.offset("name") + 32] = b"X" * 32
     yield Case("gst check binary name without NUL", ["gst", "check", "{g}"], {"g.gst": _with_crc(nameless)}, (2,),
@@ -401,6 +408,8 @@ def materialize(case: Case, folder: Path) -> dict:
     (folder / "d").mkdir()
     os.mkfifo(folder / "fifo")
     os.symlink("nowhere", folder / "dangling.csv")
+    if os.geteuid() == 0:
+        os.mknod(folder / "full", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     (folder / "out.gst").write_bytes(OLD)
     names = {"{k}": "k.json", "{g}": next((n for n in case.files if n.startswith("g.")), "g.toml"),
              "{p}": "p.toml", "{dir}": "d", "{fifo}": "fifo", "{out}": "out.gst"}
@@ -425,6 +434,8 @@ def judge(case: Case, folder: Path) -> tuple[str, str]:
              f"{o.kind} {o.code}: {(o.trace or o.err or o.out)[-600:]}"
     out_now = (folder / "out.gst").read_bytes() if (folder / "out.gst").is_file() else b""
     leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    if (folder / "full").exists() and not stat.S_ISCHR(os.lstat(folder / "full").st_mode):
+        leftovers.append("full (the device was replaced)")
     if o.kind in ("traceback", "hang"):
         return o.kind, detail
     if o.leaked_control():
