@@ -110,6 +110,14 @@ def _check_folder_writable(text: str, folder: str) -> None:
         raise TargetError(errno.EACCES, f"cannot write {text}: Permission denied (the folder {folder} is not writable)")
 
 
+def is_stdout(path) -> bool:
+    """Whether `path` names this process's standard output (/dev/stdout, /dev/fd/1, ...)."""
+    try:
+        return path is not None and plan(path) == ("fd", 1)
+    except OSError:
+        return False
+
+
 def check_target(path) -> None:
     """Refuse an output file path before any work is done (see `plan`); None passes."""
     if path is not None:

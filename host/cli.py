@@ -347,7 +347,21 @@ def _elf(args) -> str:
     return str(firmware_path(getattr(args, "firmware", None)))
 
 
+OUTPUT_OPTIONS = ("output", "trace", "model_trace", "out")  # every command's output-file options
+
+
 def _run(args) -> int:
+    to_stdout = any(atomic.is_stdout(getattr(args, name, None)) for name in OUTPUT_OPTIONS)
+    if to_stdout:  # `-o /dev/stdout > t.gst`: the file alone on stdout, the report on stderr
+        out.file = sys.stderr
+    try:
+        return _run_command(args)
+    finally:
+        if to_stdout:
+            out.file = None  # rich: back to whatever sys.stdout is
+
+
+def _run_command(args) -> int:
     try:
         return args.func(args)
     except UserError as e:

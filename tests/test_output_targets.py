@@ -19,6 +19,7 @@ import pytest
 
 from conftest import MM_KERNEL
 from quco import examples
+from quco.gst import tables
 from quco.host import atomic
 
 ROOT = os.geteuid() == 0
@@ -278,3 +279,16 @@ def test_a_folder_the_user_cannot_write_is_refused_up_front(shared_folder):
                          "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}])["locked"]
     assert r["code"] == 2 and "Permission denied (the folder" in r["err"] and r["out"] == "", r
     assert list(locked.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv,parse", [
+    (["gst", "pack", "r9-nano", "-o", "/dev/stdout"], lambda b: b == tables.load("r9-nano")),
+    (["profile", str(MM_KERNEL), "--trace", "/dev/stdout"], lambda b: bool(json.loads(b)["traceEvents"])),
+    (["run", WORKLOAD, "--no-baselines", "--trace", "/dev/fd/1"], lambda b: bool(json.loads(b)["traceEvents"])),
+], ids=["gst pack", "profile --trace", "run --trace"])
+def test_output_to_stdout_is_the_file_alone(argv, parse):
+    """`-o /dev/stdout > t.gst`: stdout holds the file and nothing else; the report goes to stderr."""
+    done = subprocess.run([sys.executable, "-c", "import sys; from quco.host.cli import main; sys.exit(main(sys.argv[1:]))",
+                           *argv], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert parse(done.stdout) and b"wrote" in done.stderr
