@@ -270,7 +270,8 @@ def profile_cases():
 
 
 def option_cases():
-    for v in ("0", "-1", "nan", "inf", "-inf", "1e308", "abc", "", "10000.1", "0x10"):
+    for v in ("0", "-1", "nan", "inf", "-inf", "1e308", "abc", "", "10000.1", "0x10", "\u0667\u0660\u0660", "\u00b2",
+              "9" * 10_000):
         for cmd in (["launch", MM, "--cycles"], ["profile", MM]):
             yield Case(f"{cmd[0]} --clock {v!r}", cmd + ["--clock", v], {}, (2,), ("--clock",))
     for v in ("10000", "0.5", "700"):

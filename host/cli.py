@@ -66,12 +66,16 @@ err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=F
 
 def clock_mhz(text: str) -> float:
     """--clock: the QuCo clock in MHz, a finite number above 0 (argparse reports the rest)."""
+    shown = printable(text if len(text) <= 40 else text[:37] + "...")
     try:
+        if not text.isascii():  # float() reads "٧٠٠" as 700
+            raise ValueError
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected MHz above 0, at most 10000") from None
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a number in digits 0-9; expected MHz above 0, "
+                                         "at most 10000") from None
     if not (0 < v <= 10_000):  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"{text} is out of range; expected MHz above 0, at most 10000")
+        raise argparse.ArgumentTypeError(f"{shown} is out of range; expected MHz above 0, at most 10000")
     return v
 
 

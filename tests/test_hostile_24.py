@@ -130,6 +130,13 @@ def test_tenant_shares_are_ascii_whole_numbers(tmp_path, share, words):
     assert len(o.err) < 1000  # a 10,000-digit value is cut short
 
 
+@pytest.mark.parametrize("value,words", [("\u0667\u0660\u0660", "is not a number in digits 0-9"),
+                                         ("9" * 10_000, "9999... is out of range")])
+def test_clock_values_are_ascii_and_short_in_messages(value, words):
+    o = run_cli(["launch", MM, "--cycles", "--clock", value])
+    assert o.code == 2 and words in o.err and len(o.err) < 1500, o.err
+
+
 # ---------------------------------------------------------------- deep groups, maximal sizes
 def nested(depth):
     inner = dict(GEMM)
