@@ -323,7 +323,7 @@ def surface_cases():
     for opts, words in ((["--workers", "0"], "--workers"), (["--workers", "\u00b2"], "--workers"),
                         (["--workers", "9" * 5000], "--workers"), (["--scheduler", "foo"], "--scheduler"),
                         (["--scheduler", "tcp://127.0.0.1:1"], "cannot reach"), (["--out", "{tmp}/x.xlsx"], "x.xlsx"),
-                        (["--out", ""], "empty name"), (["--plot", ""], "empty name"), (["--out", "{dir}"], "(.csv)"),
+                        (["--out", ""], "empty name"), (["--plot", ""], "empty name"), (["--out", "{dir}"], "is a folder"),
                         (["--out", "{tmp}/no/x.csv"], "No such file"), (["--plot", "{out}"], "expected a folder"),
                         (["--out", "{tmp}/dangling.csv"], "symbolic link to a missing file")):
         yield Case(f"evaluate {' '.join(opts)[:30]}", ev + opts, {}, (2,), (words,))

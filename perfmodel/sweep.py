@@ -26,7 +26,7 @@ from typing import NamedTuple
 from quco.gst import abi, tables
 from quco.gst.userinput import printable
 from quco.host import reference
-from quco.host.atomic import atomic_path, check_target
+from quco.host.atomic import atomic_path, check_target, plan
 from quco.perfmodel import params, search
 from quco.perfmodel.work import Config, Work
 
@@ -239,11 +239,13 @@ TABLE_FORMATS = (".csv", ".parquet")
 
 def check_table_path(path) -> None:
     """Refuse, before a sweep runs, a table path write_table could not write: a suffix other
-    than .csv or .parquet, Parquet without pyarrow, a target that is no file (host/atomic.py)."""
+    than .csv or .parquet (a descriptor such as /dev/stdout takes CSV), Parquet without
+    pyarrow, a target that is no file (host/atomic.py)."""
     if str(path) == "":
         raise SweepError("no table file given (an empty name); expected a .csv or .parquet file")
+    descriptor = plan(path)[0] == "fd"  # /dev/stdout, /dev/fd/N: CSV, whatever the name
     path = Path(path)
-    if path.suffix.lower() not in TABLE_FORMATS:
+    if path.suffix.lower() not in TABLE_FORMATS and not descriptor:
         raise SweepError(f"{printable(str(path))}: the table is written as CSV (.csv) or Parquet "
                          f"(.parquet); give a file name ending in one of them")
     if path.suffix.lower() == ".parquet":
@@ -257,7 +259,8 @@ def check_table_path(path) -> None:
 
 
 def write_table(rows: list[dict], path) -> Path:
-    """A tidy table: Parquet when `path` ends in .parquet (needs pyarrow), CSV when .csv."""
+    """A tidy table: Parquet when `path` ends in .parquet (needs pyarrow), else CSV (.csv or a
+    descriptor such as /dev/stdout)."""
     path = Path(path)
     check_table_path(path)
     cols = columns(rows)

@@ -301,3 +301,10 @@ def test_signals_end_evaluate_and_its_workers(sig, code, word, group, moment):
     while alive(p.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert alive(p.pid) == []
+
+
+def test_evaluate_writes_csv_to_stdout():
+    done = subprocess.run(CLI + FAST_EVAL + ["--workers", "1", "--out", "/dev/stdout"], capture_output=True, timeout=120)
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0 and lines[0].startswith("gpu,kernel,case,") and len(lines) == 8, done.stderr
+    assert b"wrote /dev/stdout (7 rows)" in done.stderr
