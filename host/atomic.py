@@ -37,10 +37,8 @@ _STD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 
 
 class TargetError(OSError):
-    """An output path that cannot be written; strerror is the whole message, naming it."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(code, message)
+    """An output path that cannot be written: TargetError(errno, message), the message
+    (strerror) whole, naming the path."""
 
 
 def _kind(mode: int) -> str:
