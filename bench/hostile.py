@@ -1,5 +1,7 @@
-"""The hostile-input corpus of issue #13: several hundred command lines a hostile user would
-try, each stating what should happen, run in-process through `quco-emu`.
+"""The hostile-input corpus of issues #13 and #24: about a thousand command lines a hostile
+user would try, each stating what should happen, run in-process through `quco-emu`
+(surface_cases: the sweeps, tenants, gdb options, workloads, DVFS traces and output kinds
+added since #13).
 
     .venv/bin/python bench/hostile.py [--timeout 20] [--show 10] [-k WORD]
 
@@ -17,6 +19,7 @@ import argparse
 import collections
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -151,8 +154,8 @@ def structure_cases():
     for path, words in SPECIAL.items():
         for cmd in (["check"], ["launch"], ["launch", "--reference"], ["explain"], ["search"], ["profile"]):
             yield Case(f"{cmd[0]} kernel {path or '(empty)'}", cmd[:1] + [path] + cmd[1:], {}, (2,), (words,))
-    yield Case("unit refuses active_cus 1000 on r9-nano", ["launch", "{k}"], {"k": kernel(**{"partition.active_cus": 1000})},
-               (3,), ("active_cus",))
+    yield Case("active_cus 1000 on r9-nano, checked up front", ["launch", "{k}"],
+               {"k": kernel(**{"partition.active_cus": 1000})}, (2,), ("active_cus: 1000 is out of range; expected 0 to 64",))
 
 
 def _preset(field: str, text: str) -> bytes:
@@ -267,13 +270,14 @@ def profile_cases():
 
 
 def option_cases():
-    for v in ("0", "-1", "nan", "inf", "-inf", "1e308", "abc", "", "10000.1", "0x10"):
+    for v in ("0", "-1", "nan", "inf", "-inf", "1e308", "abc", "", "10000.1", "0x10", "\u0667\u0660\u0660", "\u00b2",
+              "9" * 10_000):
         for cmd in (["launch", MM, "--cycles"], ["profile", MM]):
             yield Case(f"{cmd[0]} --clock {v!r}", cmd + ["--clock", v], {}, (2,), ("--clock",))
     for v in ("10000", "0.5", "700"):
         for cmd in (["launch", MM, "--cycles", "--json"], ["profile", MM]):
             yield Case(f"{cmd[0]} --clock {v}", cmd + ["--clock", v], {}, ())
-    outputs = {"a folder": ("{dir}", "directory"), "a missing folder": ("{tmp}/no/such/x", "No such file")}
+    outputs = {"a folder": ("{dir}", "is a folder"), "a missing folder": ("{tmp}/no/such/x", "No such file")}
     for name, (path, words) in outputs.items():
         for cmd in (["profile", MM, "--trace", path], ["gst", "pack", "r9-nano", "-o", path],
                     ["launch", MM, "--model", "--model-trace", path]):
@@ -298,8 +302,101 @@ def workload_cases():
     yield Case("import not ONNX", ["import", "{g}", "-o", "{out}"], {"g.gst": tables.load("r9-nano")}, (2,), ("ONNX",))
 
 
+def _workload(*layers, **top) -> bytes:
+    return json.dumps({"name": "w", "layers": list(layers) or [GEMM], **top}).encode()
+
+
+GEMM = {"name": "fc", "gemm": {"m": 64, "k": 64, "n": 64}}
+
+
+def _nested(depth: int) -> bytes:
+    inner = GEMM
+    for i in range(depth):
+        inner = {"name": f"g{i}", "layers": [inner]}
+    return _workload(inner)
+
+
+def surface_cases():
+    """Issue #24 part 5: the surfaces added since issue #13 (sweeps, tenants, gdb, workloads,
+    DVFS traces, output kinds)."""
+    ev = ["evaluate", MM, "--gpu", "r9-nano", "--no-ablation", "--no-portability"]
+    for opts, words in ((["--workers", "0"], "--workers"), (["--workers", "\u00b2"], "--workers"),
+                        (["--workers", "9" * 5000], "--workers"), (["--scheduler", "foo"], "--scheduler"),
+                        (["--scheduler", "tcp://127.0.0.1:1"], "cannot reach"), (["--out", "{tmp}/x.xlsx"], "x.xlsx"),
+                        (["--out", ""], "empty name"), (["--plot", ""], "empty name"), (["--out", "{dir}"], "is a folder"),
+                        (["--out", "{tmp}/no/x.csv"], "No such file"), (["--plot", "{out}"], "expected a folder"),
+                        (["--out", "{tmp}/dangling.csv"], "symbolic link to a missing file")):
+        yield Case(f"evaluate {' '.join(opts)[:30]}", ev + opts, {}, (2,), (words,))
+    w = "{tmp}/w.json"
+    for share in ("\u00b2", "\u0663", "9" * 10_000, "8:1:2", "-1", "8:\u0661\u0662\u0668", "8:100"):
+        yield Case(f"run tenant @{share[:12]}", ["run", f"{w}@{share}", "--no-baselines"], {"w.json": _workload()},
+                   (2,), ("tenant",))
+    for port in ("\u00b2", "\u0663\u0663", "9" * 5000, "-1", "65536", "1e3"):
+        yield Case(f"gdb --port {port[:12]}", ["gdb", MM, "--port", port], {}, (2,), ("--port",))
+    for n in ("0", "\u0663", "10001", "9" * 5000):
+        yield Case(f"gdb --launches {n[:12]}", ["gdb", MM, "--port", "0", "--launches", n], {}, (2,), ("--launches",))
+    for depth in (33, 200, 400):
+        yield Case(f"run groups {depth} deep", ["run", w, "--no-baselines"], {"w.json": _nested(depth)}, (2,),
+                   ("nested more than 32",))
+    huge_q = json.dumps(dict(KERNEL, queues=[dict(KERNEL["queues"][0], length=2**32 - 1)])).encode()
+    for cmd in (["search", "{k}"], ["launch", "{k}", "--model"], ["evaluate", "{k}", "--gpu", "r9-nano"]):
+        yield Case(f"{cmd[0]} a 2^32-1 queue", cmd, {"k": huge_q}, (2,), ("every tile of a work-group",))
+    yield Case("run a GEMM with k = 2^30", ["run", w, "--no-baselines"],
+               {"w.json": _workload({"name": "fc", "gemm": {"m": 64, "k": 2**30, "n": 64}})}, (2,), ("every tile",))
+    yield Case("run gemm m x n too large", ["run", w, "--no-baselines"],
+               {"w.json": _workload({"name": "fc", "gemm": {"m": 2**30, "k": 64, "n": 2**30}})}, (2,), ("gemm: m =",))
+    for name, doc, words in (("workload gpu", _workload(gpu="nope"), "w.json: gpu"),
+                             ("escape name", _workload(name="w\x1b[2J"), "control character"),
+                             ("escape layer", _workload(dict(GEMM, name="\x9b2J")), "control character"),
+                             ("bidi type", _workload({"name": "a", "type": "t\u202e"},
+                                                     layer_types={"t\u202e": {"gemm": GEMM["gemm"]}}), "control character")):
+        yield Case(f"run {name}", ["run", w, "--no-baselines"], {"w.json": doc}, (2,), (words,))
+    trace = lambda **f: json.dumps({"name": "t", "clocks_mhz": [1000], **f}).encode()  # noqa: E731
+    for name, doc, gpu, words in (("trace gpu nope", trace(gpu="nope"), [], "t.json: gpu"),
+                                  ("trace for the MI100 on the R9 Nano", trace(gpu="mi100"), ["--gpu", "r9-nano"],
+                                   "made for mi100"),
+                                  ("escape in a trace name", trace(name="t\x1b[2J"), [], "control character")):
+        yield Case(f"run {name}", ["run", w, "--dvfs", "{tmp}/t.json", "--no-baselines", *gpu],
+                   {"w.json": _workload(), "t.json": doc}, (2,), (words,))
+    yield Case("run --dvfs nope", ["run", w, "--dvfs", "nope", "--no-baselines"], {"w.json": _workload()}, (2,),
+               ("--dvfs: nope",))
+    for opt in ("--trace", "--plot"):
+        yield Case(f"run {opt} ''", ["run", w, "--no-baselines", opt, ""], {"w.json": _workload()}, (2,), ("empty name",))
+    for cmd in (["gst", "pack", "r9-nano", "-o", "{tmp}/dangling.csv"], ["profile", MM, "--trace", "{tmp}/dangling.csv"],
+                ["run", w, "--no-baselines", "--trace", "{tmp}/dangling.csv"]):
+        yield Case(f"{cmd[0]} output to a dangling link", cmd, {"w.json": _workload()}, (2,), ("symbolic link",))
+    if os.geteuid() == 0:  # a private /dev/full (char device 1,7): written through, never replaced
+        for cmd in (["gst", "pack", "r9-nano", "-o", "{tmp}/full"], ["profile", MM, "--trace", "{tmp}/full"],
+                    ["launch", MM, "--model", "--model-trace", "{tmp}/full"],
+                    ["run", w, "--no-baselines", "--trace", "{tmp}/full"]):
+            yield Case(f"{cmd[0]} output to a 1,7 character device", cmd, {"w.json": _workload()}, (2,),
+                       ("No space left on device",))
+    nameless = bytearray(GOOD_GST)
+    nameless[abi.GST.offset("name"):abi.GST.offset("name") + 32] = b"X" * 32
+    yield Case("gst check binary name without NUL", ["gst", "check", "{g}"], {"g.gst": _with_crc(nameless)}, (2,),
+               ("terminating NUL",))
+    zero = 'name = "zero"\n[issue]\n' + "".join(f"{c} = 0\n" for c in _classes())
+    yield Case("launch an all-zero profile", ["launch", MM, "--profile", "{p}"], {"p.toml": zero.encode()}, (2,),
+               ("0 cycles",))
+
+
+def _with_crc(raw) -> bytes:
+    import zlib
+    raw = bytearray(raw)
+    off = abi.GST.offset("checksum")
+    raw[off:off + 4] = bytes(4)
+    raw[off:off + 4] = zlib.crc32(bytes(raw)).to_bytes(4, "little")
+    return bytes(raw)
+
+
+def _classes():
+    from quco.emulator.timing import CLASSES
+    return CLASSES
+
+
 def corpus() -> list[Case]:
-    return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases(), *workload_cases()]
+    return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases(), *workload_cases(),
+            *surface_cases()]
 
 
 # ---------------------------------------------------------------- running
@@ -311,6 +408,9 @@ def materialize(case: Case, folder: Path) -> dict:
     """Write the case's files into `folder`; returns placeholder -> path."""
     (folder / "d").mkdir()
     os.mkfifo(folder / "fifo")
+    os.symlink("nowhere", folder / "dangling.csv")
+    if os.geteuid() == 0:
+        os.mknod(folder / "full", 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     (folder / "out.gst").write_bytes(OLD)
     names = {"{k}": "k.json", "{g}": next((n for n in case.files if n.startswith("g.")), "g.toml"),
              "{p}": "p.toml", "{dir}": "d", "{fifo}": "fifo", "{out}": "out.gst"}
@@ -335,6 +435,8 @@ def judge(case: Case, folder: Path) -> tuple[str, str]:
              f"{o.kind} {o.code}: {(o.trace or o.err or o.out)[-600:]}"
     out_now = (folder / "out.gst").read_bytes() if (folder / "out.gst").is_file() else b""
     leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    if (folder / "full").exists() and not stat.S_ISCHR(os.lstat(folder / "full").st_mode):
+        leftovers.append("full (the device was replaced)")
     if o.kind in ("traceback", "hang"):
         return o.kind, detail
     if o.leaked_control():

@@ -33,6 +33,7 @@ FABI = ("ft0 ft1 ft2 ft3 ft4 ft5 ft6 ft7 fs0 fs1 fa0 fa1 fa2 fa3 fa4 fa5 fa6 fa7
 FP_CSRS = (("fflags", UC_RISCV_REG_FFLAGS), ("frm", UC_RISCV_REG_FRM), ("fcsr", UC_RISCV_REG_FCSR))
 COUNTERS = ("mcycle", "minstret")
 PC, F0, NUM_REGS = 32, 33, 33 + 32 + len(FP_CSRS) + len(COUNTERS)
+SILENT_CLIENT_S = 10  # a client's first packet, and the rest of a packet it began, within this
 
 
 def target_xml() -> str:
@@ -77,8 +78,14 @@ class Channel:
 
     def __init__(self, sock: socket.socket, log=print):
         self.sock, self.buf, self.ack, self.log = sock, bytearray(), True, log
+        self.greeted = False  # a whole packet has arrived: this is a debugger, not a silent peer
 
-    def _more(self):
+    def _more(self, waiting: bool = False):
+        """More bytes. Between packets of a client that spoke already, wait as long as it
+        likes (a person at GDB); before its first packet and inside a packet, at most
+        SILENT_CLIENT_S, so a peer that connects and says nothing cannot hold the stub (one
+        client at a time) from every other (TimeoutError)."""
+        self.sock.settimeout(None if waiting and self.greeted else SILENT_CLIENT_S)
         data = self.sock.recv(65536)
         if not data:
             raise EOFError
@@ -89,7 +96,7 @@ class Channel:
         to send back for an oversized packet. Raises EOFError when the client is gone."""
         while True:
             while not self.buf:
-                self._more()
+                self._more(waiting=True)
             head = self.buf[0]
             if head == 0x03:
                 del self.buf[0]
@@ -115,6 +122,7 @@ class Channel:
                 self._ack(b"-")
                 continue
             self._ack(b"+")
+            self.greeted = True
             return unescape(payload)
 
     def _ack(self, byte: bytes):
@@ -272,8 +280,10 @@ class Session:
             return self.last
         if head == "g":
             return "".join(self._reg(n).to_bytes(4, "little").hex() for n in range(NUM_REGS))
-        if head == "G":
+        if head == "G":  # every register is 32 bits (target_xml): whole registers, at most all of them
             raw = bytes.fromhex(rest)
+            if len(raw) % 4 or len(raw) > 4 * NUM_REGS:
+                return "E01"
             for n in range(min(len(raw) // 4, NUM_REGS - len(COUNTERS))):
                 self._set_reg(n, int.from_bytes(raw[4 * n:4 * n + 4], "little"))
             return "OK"
@@ -282,7 +292,10 @@ class Session:
             return "E01" if value is None else value.to_bytes(4, "little").hex()
         if head == "P":
             n, value = rest.split("=")
-            ok = self._set_reg(int(n, 16), int.from_bytes(bytes.fromhex(value), "little"))
+            raw = bytes.fromhex(value)
+            if len(raw) != 4:  # an 80-bit (x87) or 64-bit value: not one of these 32-bit registers
+                return "E01"
+            ok = self._set_reg(int(n, 16), int.from_bytes(raw, "little"))
             return "OK" if ok else "E01"
         if head == "m":
             return self._read(rest)
@@ -331,6 +344,10 @@ class Session:
         while True:
             try:
                 packet = self.ch.receive()
+            except TimeoutError:
+                self.log(f"gdb: the client sent no {'packet' if self.ch.greeted else 'first packet'} in "
+                         f"{SILENT_CLIENT_S} s; dropped it")
+                return "disconnect"
             except (EOFError, ConnectionError, OSError):
                 return "disconnect"
             if packet is INTERRUPT:

@@ -105,3 +105,26 @@ def printable(text: str, keep: str = "") -> str:
         return text
     return "".join(ch if ch in keep or unicodedata.category(ch) not in ("Cc", "Cf") else _escaped(ch)
                    for ch in text)
+
+
+def whole_number(text: str, lo: int, hi: int, what: str) -> int:
+    """A whole number a user typed, in ASCII digits (int() would take "٣" and fail on "²")
+    and within lo..hi; ValueError says what was expected, naming `what`."""
+    t = text.strip()
+    if not (t.isascii() and t.isdigit()) or len(t) > len(str(hi)) + 1 or not lo <= int(t) <= hi:
+        shown = printable(text) if len(text) <= 40 else printable(text[:37]) + "..."
+        raise ValueError(f"{what} {shown!r}: expected a whole number {lo}..{hi} in digits 0-9")
+    return int(t)
+
+
+def int_option(lo: int, hi: int):
+    """An argparse `type` for a whole number lo..hi (see whole_number); argparse names the option."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            return whole_number(text, lo, hi, "")
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).lstrip()) from None
+    parse.__name__ = "whole number"
+    return parse

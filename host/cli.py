@@ -7,11 +7,26 @@ breaks the launch protocol: no acknowledgement, a status or count the ABI does n
 """
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+
+
+def _quiet_exit(signum, frame):
+    raise SystemExit(130)
+
+
+# Ctrl-C while the modules below load (about a second: rich, numpy, unicorn, the model) exits
+# 130 without a traceback, as it does once main() runs
+_GUARD = threading.current_thread() is threading.main_thread() and \
+    signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _GUARD:
+    signal.signal(signal.SIGINT, _quiet_exit)
+
 import argparse
 import contextlib
 import json
 import os
-import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -23,28 +38,44 @@ from quco.gst import abi, tables
 from quco.emulator.timing import ProfileError
 from quco.host import atomic, cli_gdb, cli_gst, cli_paper, cli_perf, cli_run, profile, reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, DeviceError, LaunchResult, result_from
-from quco.host.kernel import KernelError, load_kernel
+from quco.host.kernel import KernelError, load_kernel, partition_problems
+from quco.perfmodel.sweep import SweepError
 from quco.gst.userinput import printable
+
+if _GUARD:  # loaded: main() handles Ctrl-C from here on
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
 DEFAULT_GPU = "r9-nano"
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich's default exits 1 (the "disagree" code) with nothing said; main() ends a closed
+        pipe (`quco-emu evaluate | head -1`) quietly with exit 0 instead."""
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 # markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
 # literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
 # take quadratic time on long text
-out = Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
+out = _Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
+err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
               highlight=False, soft_wrap=True)  # messages whole, for grep
 
 
 def clock_mhz(text: str) -> float:
     """--clock: the QuCo clock in MHz, a finite number above 0 (argparse reports the rest)."""
+    shown = printable(text if len(text) <= 40 else text[:37] + "...")
     try:
+        if not text.isascii():  # float() reads "٧٠٠" as 700
+            raise ValueError
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected MHz above 0, at most 10000") from None
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a number in digits 0-9; expected MHz above 0, "
+                                         "at most 10000") from None
     if not (0 < v <= 10_000):  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"{text} is out of range; expected MHz above 0, at most 10000")
+        raise argparse.ArgumentTypeError(f"{shown} is out of range; expected MHz above 0, at most 10000")
     return v
 
 
@@ -65,12 +96,44 @@ def checked_gst(spec: str, via: str = "") -> bytes:
 
 
 def _target(args, kernel=None) -> tuple[str, bytes]:
-    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its GST."""
+    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its
+    GST; a kernel whose partition the GPU cannot give is refused here, before any launch."""
     if getattr(args, "gpu", None) is not None:  # `check` has no --gpu
-        return printable(args.gpu), checked_gst(args.gpu, "--gpu")
-    if kernel is not None and kernel.gpu:
-        return kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
-    return DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+        gpu, gst = printable(args.gpu), checked_gst(args.gpu, "--gpu")
+    elif kernel is not None and kernel.gpu:
+        gpu, gst = kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
+    else:
+        gpu, gst = DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+    if kernel is not None:
+        checked_partition(kernel, gst, gpu, printable(str(args.kernel)))
+    return gpu, gst
+
+
+def checked_partition(kernel, gst: bytes, gpu: str, where: str) -> None:
+    """A partition larger than the GPU is bad input (exit 2), the same message everywhere."""
+    problems = partition_problems(kernel.active_cus, kernel.lds_bytes, tables.unpack(gst), gpu)
+    if problems:
+        raise UserError("\n".join(f"{where}: {p}" for p in problems))
+
+
+def checked_profile(spec) -> None:
+    """--profile: a timing profile whose instructions take time (see ZERO_ISSUE)."""
+    if spec is None:
+        return
+    from quco.emulator.timing import CLASSES, OPTIONAL, load_profile
+    p = load_profile(spec)  # ProfileError (exit 2) for a file that breaks the schema
+    free = [c for c in (*CLASSES, *OPTIONAL) if p.issue.get(c, 1) < 1]  # in the file's documented order
+    if free:
+        where = printable(str(p.path or spec))
+        raise UserError(f"{where}: issue.{free[0]}: 0 cycles"
+                        f"{f' (and {len(free) - 1} more classes)' if len(free) > 1 else ''}; {ZERO_ISSUE}")
+
+
+# A single-issue in-order core (QuCo's CV32E40P) issues at most one instruction per cycle, so
+# every class occupies the pipeline for at least one cycle; a profile where one costs nothing
+# would report cycles below the instruction count ("0 cycles = 0 ns" when all are 0).
+ZERO_ISSUE = ("expected at least 1 cycle for every [issue] class: a single-issue core issues at most one "
+              "instruction per cycle, so nothing retires in 0 cycles")
 
 
 def _device(gpu: str, gst: bytes, firmware, **options) -> Device:
@@ -102,8 +165,12 @@ def queue_table(res: LaunchResult, title: str, names: list[str] | None = None) -
 
 
 def cmd_launch(args) -> int:
+    atomic.check_target(args.model_trace)  # before any work: a target it cannot write is exit 2 now
+    checked_profile(args.profile)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
+    if args.model or args.model_trace is not None:
+        cli_perf.model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     if args.reference:
         r = reference.configure(gst, kernel.record())
         res = result_from(r.status, r.detail, r.lds, generation=1)
@@ -142,7 +209,7 @@ def cmd_launch(args) -> int:
                 line += f"; reconfiguration = {100 * res.cost.ns / model['ns']:.3f}% of the kernel"
             out.print(line, markup=False, highlight=False)
             if args.model_trace:
-                out.print(f"wrote {args.model_trace} (open in https://ui.perfetto.dev)", markup=False)
+                out.print(f"wrote {printable(args.model_trace)} (open in https://ui.perfetto.dev)", markup=False)
     if not res.ok:
         err.print(f"error: {kernel.name} on {gpu}: {res.message}")
         return EXIT_STATUS
@@ -150,6 +217,8 @@ def cmd_launch(args) -> int:
 
 
 def cmd_profile(args) -> int:
+    atomic.check_target(args.trace)
+    checked_profile(args.profile)
     kernel = load_kernel(args.kernel)
     gpu, gst = _target(args, kernel)
     dev = _device(gpu, gst, args.firmware, profile=args.profile, clock_mhz=args.clock, trace=True)
@@ -159,7 +228,7 @@ def cmd_profile(args) -> int:
     step = "cached relaunch" if args.cached else "cold launch"
     steps = profile.attribute(dev.image, dev.timer, res.cost.trace)
     rows = profile.by_function(steps)
-    if args.trace:  # written first: a trace that cannot be written leaves no half report
+    if args.trace is not None:  # written first: a trace that cannot be written leaves no half report
         _write(args.trace, json.dumps(profile.chrome_trace(steps, args.clock, f"QuCo {kernel.name} {step}")))
     total = max(res.cost.cycles, 1)
     t = Table(title=f"{kernel.name} on {gpu}: {step}, {res.cost.cycles:,} cycles "
@@ -172,7 +241,7 @@ def cmd_profile(args) -> int:
         t.add_row(r.name, str(r.entries), f"{r.instructions:,}", f"{r.cycles:,}",
                   f"{100 * r.cycles / total:.1f}", f"{r.total_cycles:,}", f"{100 * r.total_cycles / total:.1f}")
     out.print(t)
-    if args.trace:
+    if args.trace is not None:
         out.print(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)")
     return 0
 
@@ -273,16 +342,39 @@ def parser() -> argparse.ArgumentParser:
 
 # what each error of the layers below means for the exit code
 ERRORS = ((KernelError, EXIT_INPUT), (tables.GstFileError, EXIT_INPUT), (ProfileError, EXIT_INPUT),
+          (SweepError, EXIT_INPUT),  # a scheduler that cannot be reached, a table it cannot write
           (DeviceError, EXIT_STATUS), (ElfError, EXIT_FIRMWARE), (FirmwareMisbehaved, EXIT_FIRMWARE_MISBEHAVED))
 
 
+def _elf(args) -> str:
+    """The firmware ELF a command ran (--firmware, $QUCO_FIRMWARE or the installed one)."""
+    from quco.host.device import firmware_path
+    return str(firmware_path(getattr(args, "firmware", None)))
+
+
+OUTPUT_OPTIONS = ("output", "trace", "model_trace", "out")  # every command's output-file options
+
+
 def _run(args) -> int:
+    to_stdout = any(atomic.is_stdout(getattr(args, name, None)) for name in OUTPUT_OPTIONS)
+    if to_stdout:  # `-o /dev/stdout > t.gst`: the file alone on stdout, the report on stderr
+        out.file = sys.stderr
+    try:
+        return _run_command(args)
+    finally:
+        if to_stdout:
+            out.file = None  # rich: back to whatever sys.stdout is
+
+
+def _run_command(args) -> int:
     try:
         return args.func(args)
     except UserError as e:
         code, text = e.code, f"error: {e}"
     except Fault as e:
-        code, text = EXIT_FAULT, f"emulator fault: {e}"
+        code, text = EXIT_FAULT, f"emulator fault in firmware {_elf(args)}: {e}"
+    except FirmwareMisbehaved as e:
+        code, text = EXIT_FIRMWARE_MISBEHAVED, f"error: {e} (firmware {_elf(args)})"
     except tuple(kind for kind, _ in ERRORS) as e:
         code, text = next(c for kind, c in ERRORS if isinstance(e, kind)), f"error: {e}"
     except BrokenPipeError:
@@ -294,8 +386,22 @@ def _run(args) -> int:
     return code
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that `finally` blocks run (a sweep's process
+    pool is shut down and its workers ended, not left running)."""
+
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # the shell's codes for SIGINT and SIGTERM
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         code = _run(args)
         sys.stdout.flush()  # inside the try: a closed pipe shows up here at the latest
@@ -306,6 +412,17 @@ def main(argv=None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a word, no traceback
+        with contextlib.suppress(OSError, ValueError):
+            print("interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except Terminated:
+        with contextlib.suppress(OSError, ValueError):
+            print("terminated", file=sys.stderr, flush=True)
+        return EXIT_TERMINATED
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ import ipaddress
 import shutil
 import sys
 
+from quco.gst.userinput import printable, whole_number
 from quco.host.kernel import load_kernel
+
+MAX_LAUNCHES = 10_000  # a session a person steps through; each launch is pushed when the last ends
 
 
 def _cli():
@@ -22,17 +25,21 @@ def _gdb_address(args) -> tuple[str, int]:
     fail = _cli().UserError
     host, _, number = str(args.port).rpartition(":")
     host = host.strip("[]") or args.listen or "127.0.0.1"
-    if not number.isdigit() or int(number) > 65535:
-        raise fail(f"--port {args.port}: expected a port number 0..65535 (0: any free port), as PORT or HOST:PORT")
+    try:
+        port = whole_number(number, 0, 65535, "port")
+    except ValueError:
+        shown = printable(args.port if len(args.port) <= 60 else args.port[:57] + "...")
+        raise fail(f"--port {shown}: expected a port number 0..65535 in digits 0-9 (0: any free port), "
+                   "as PORT or HOST:PORT") from None
     try:
         ip = ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
     except ValueError:
-        raise fail(f"{host}: not a numeric IP address (for example 127.0.0.1)") from None
+        raise fail(f"{printable(host)}: not a numeric IP address (for example 127.0.0.1)") from None
     if not ip.is_loopback and host != args.listen:
         raise fail(f"{host} is not a loopback address. The GDB stub has no authentication: whoever "
                    "connects reads and writes the unit's memory and registers, so it serves 127.0.0.1 "
                    f"only, unless --listen {host} asks for that address on purpose")
-    return str(ip), int(number)
+    return str(ip), port
 
 
 def cmd_gdb(args) -> int:
@@ -44,10 +51,13 @@ def cmd_gdb(args) -> int:
     kernel = load_kernel(args.kernel)
     gpu, gst = cli._target(args, kernel)
     host, port = _gdb_address(args)
-    if args.launches < 1:
-        raise cli.UserError(f"--launches {args.launches}: expected at least 1")
+    cli.checked_profile(args.profile)
+    try:
+        launches = whole_number(str(args.launches), 1, MAX_LAUNCHES, "--launches")
+    except ValueError as e:
+        raise cli.UserError(str(e)) from None
     elf_path = firmware_path(args.firmware)
-    target = Target(elf.load(elf_path), gst, kernel.record(), args.launches, args.profile)
+    target = Target(elf.load(elf_path), gst, kernel.record(), launches, args.profile)
     where = f"reset (pc 0x{target.soc.pc:08x} <{target.image.symbolize(target.soc.pc)}>)"
     if args.at == "launch":
         stop = target.run_boot()
@@ -60,7 +70,7 @@ def cmd_gdb(args) -> int:
         raise cli.UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     port = sock.getsockname()[1]
     gdb = next((g for g in ("gdb-multiarch", "riscv64-unknown-elf-gdb") if shutil.which(g)), "gdb-multiarch")
-    print(f"QuCo GDB stub on {host}:{port}: {kernel.name} on {gpu}, {args.launches} launch(es), profile "
+    print(f"QuCo GDB stub on {host}:{port}: {kernel.name} on {gpu}, {launches} launch(es), profile "
           f"{target.timer.p.name}; stopped at {where}\nattach with:\n"
           f"  {gdb} {elf_path} -ex 'target remote {host}:{port}'", flush=True)
     if host != "127.0.0.1" and not host.startswith("127."):
@@ -85,6 +95,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--listen", metavar="ADDRESS", help="allow this non-loopback address (no authentication!)")
     p.add_argument("--at", choices=("reset", "launch"), default="reset",
                    help="stop first at reset (default) or at the first launch's first instruction")
-    p.add_argument("--launches", type=int, default=1, help="launches of the record to push (default 1)")
+    p.add_argument("--launches", default="1",
+                   help=f"launches of the record to push (default 1, at most {MAX_LAUNCHES:,})")
     p.add_argument("--profile", default="cv32e40p", help="timing profile for the cycle counts")
     p.set_defaults(func=cmd_gdb)

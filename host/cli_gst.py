@@ -9,6 +9,7 @@ from rich.table import Table
 
 from quco.gst import abi, tables
 from quco.gst.userinput import printable
+from quco.host import atomic
 
 
 def _cli():
@@ -41,9 +42,10 @@ def cmd_gst(args) -> int:
         cli.out.print(t)
         return 0
     if args.action == "pack":
-        raw = tables.load(args.file)
-        if not args.output:
+        if args.output is None:
             raise cli.UserError("gst pack: give -o OUTPUT.gst")
+        atomic.check_target(args.output)
+        raw = tables.load(args.file)
         cli._write(args.output, raw)
         cli.out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
         return 0

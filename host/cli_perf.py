@@ -13,11 +13,13 @@ from rich.text import Text
 
 from quco.examples import KERNELS as EXAMPLES
 from quco.gst import tables
+from quco.gst.userinput import int_option, printable
+from quco.host import atomic
 from quco.host.kernel import load_kernel
 from quco.perfmodel import evaluate as ev
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
-from quco.perfmodel.work import Config, Work
+from quco.perfmodel.work import Config, Queue, Work
 
 
 def _cli():
@@ -33,6 +35,28 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
             "cycles": cycles, "gap_pct": 100.0 * (cycles / best - 1.0)}
 
 
+# The SimPy model schedules events for every tile a work-group walks (perfmodel/sim.py), so its
+# time grows with the queues' lengths: `search` on one 4,194,304-element queue (65,536 tiles of
+# 64) took 48 s on the reference machine (13 s for 1,048,576). Beyond this bound a run would take
+# minutes to hours (a 2^32-1 queue: about 14 hours), so it is refused up front, saying why.
+MAX_MODEL_TILES = 65_536
+
+
+def model_bound(kernel, g: dict, where: str) -> None:
+    """Refuse a kernel the performance model would take more than about a minute on: the
+    tiles one work-group walks at the GST's smallest tile, over runs of identical queues."""
+    work = Work(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues), 1.0, kernel.consumer_wavefronts)
+    tile = (search.tiles(g) or [search.TILE_RANGE[0]])[0]
+    n = sum(work.tiles(first, tile) for first, _ in work.runs())
+    if n > MAX_MODEL_TILES:
+        raise _cli().UserError(
+            f"{where}: the performance model walks every tile of a work-group: {n:,} tiles of {tile} elements "
+            f"(queue lengths up to {max(q.length for q in work.queues):,}); it takes at most {MAX_MODEL_TILES:,} "
+            f"(about a minute for search, which tries every tile size), so this kernel would run for "
+            f"{n / MAX_MODEL_TILES:,.0f} times as long. Shorten the queues (the unit itself configures any length: "
+            f"quco-emu launch without --model)")
+
+
 def model_of(kernel, gpu: str, gst: bytes | None = None):
     g = tables.unpack(gst if gst is not None else tables.load(gpu))
     return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
@@ -43,6 +67,7 @@ def cmd_search(args) -> int:
     out, fail = cli.out, cli.UserError
     kernel = load_kernel(args.kernel)
     gpu, gst = cli._target(args, kernel)
+    model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     g, m, work = model_of(kernel, gpu, gst)
     ranked = search.exhaustive(m, g, work)
     if not ranked:
@@ -82,9 +107,22 @@ def _run(tasks, args, fn):
 def cmd_evaluate(args) -> int:
     cli = _cli()
     out = cli.out
+    from quco.perfmodel import sweep
+    if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
+        sweep.check_table_path(args.out)
+    atomic.check_folder(args.plot)
+    if args.scheduler is not None:
+        sweep.check_scheduler(args.scheduler)
+    if args.scheduler is not None and args.workers is not None and args.scheduler != "local-dask":
+        raise cli.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
+                            f"{printable(args.scheduler)} has its own workers")
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
+    for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
+        for path, k in zip(args.kernels, given):
+            cli.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
+            model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
@@ -99,10 +137,9 @@ def cmd_evaluate(args) -> int:
     port = ev.portability(best, models) if not args.no_portability else []
     summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
                "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
-    if args.out:
-        from quco.perfmodel import sweep
+    if args.out is not None:
         sweep.write_table(rows, args.out)
-    if args.plot:
+    if args.plot is not None:
         from quco.perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         written = plots.fig6([r for r in rows if r["case"] in plots.FIG6_CASES], args.plot)
@@ -121,10 +158,10 @@ def cmd_evaluate(args) -> int:
         if worst:
             out.print(Text(f"portability: worst slowdown {worst['slowdown']:.2f}x ({worst['kind']}: "
                            f"{worst['source']} -> {worst['target']}, {worst['scope']})"))
-    if args.out:
-        out.print(Text(f"wrote {args.out} ({len(rows)} rows)"))
-    if args.plot:
-        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+    if args.out is not None:
+        out.print(Text(f"wrote {printable(args.out)} ({len(rows)} rows)"))
+    if args.plot is not None:
+        out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0
 
 
@@ -202,7 +239,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--plot", metavar="DIR", help="write PNG and SVG figures (Fig. 6, 7, 1 analogues) here")
     p.add_argument("--out", metavar="FILE", help="tidy table of every row: .csv or .parquet")
     p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port); default: local processes")
-    p.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
+    p.add_argument("--workers", type=int_option(1, 1024), help="local worker processes (default: one per core)")
     p.add_argument("--no-ablation", action="store_true", help="skip the ablation steps")
     p.add_argument("--no-portability", action="store_true", help="skip the portability matrices")
     p.set_defaults(func=cmd_evaluate)

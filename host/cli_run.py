@@ -14,6 +14,9 @@ import json
 from rich.table import Table
 from rich.text import Text
 
+from quco.gst import abi, tables
+from quco.gst.userinput import printable, whole_number
+from quco.host import atomic
 from quco.host.atomic import write_text
 from quco.host.device import QUCO_CLOCK_MHZ
 from quco.workloads import baselines, dvfs, format, runner
@@ -33,12 +36,59 @@ def _tenant(spec: str) -> runner.Tenant:
     cus = lds = 0
     if at:
         parts = share.split(":")
-        if len(parts) > 2 or not all(p.isdigit() for p in parts):
-            raise fail(f"tenant {spec!r}: expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES with whole numbers")
-        cus, lds = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
+        shown = printable(spec if len(spec) <= 200 else spec[:100] + "..." + spec[-20:])
+        try:
+            if len(parts) > 2:
+                raise ValueError("more than one ':'")
+            cus = whole_number(parts[0], 0, abi.GST.field("num_cus").hi, "CUS")
+            lds = whole_number(parts[1], 0, abi.GST.field("lds_bytes").hi, "LDS_BYTES") if len(parts) == 2 else 0
+        except ValueError as e:
+            raise fail(f"tenant {shown!r}: {e}; expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES") from None
         if lds % 128:
-            raise fail(f"tenant {spec!r}: LDS_BYTES {lds} is not a multiple of 128")
+            raise fail(f"tenant {shown!r}: LDS_BYTES {lds} is not a multiple of 128")
     return runner.Tenant(format.load(path), cus, lds)
+
+
+PROGRESS_FROM = 1_000  # layers: a run this long shows progress on a terminal (each layer is a
+                       # launch on the emulated unit and a model run: about 1-3 ms, 100,000 take minutes)
+
+
+def _with_progress(args, tenants, job):
+    """job(report) with a progress bar (elapsed, remaining) on a terminal for long workloads;
+    without a terminal, one line saying what the run will do."""
+    total = sum(len(t.workload.layers) for t in tenants)
+    if total < PROGRESS_FROM:
+        return job(None)
+    from quco.host.cli import err
+    if not err.is_terminal:
+        err.print(f"running {total:,} layers (each a launch on the unit and a model run; this takes a while)")
+        return job(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+    with Progress("layers", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "left", TimeRemainingColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("layers", total=total)
+        return job(lambda done, _total: bar.update(task, completed=done))
+
+
+def _trace(spec: str) -> dvfs.Trace:
+    """--dvfs: a trace file or a bundled trace's name; a problem names --dvfs."""
+    try:
+        return dvfs.load_trace(spec)
+    except format.WorkloadError as e:
+        raise format.WorkloadError([f"--dvfs: {p}" for p in e.problems]) from None
+
+
+def _trace_fits(trace: dvfs.Trace, gst: bytes, gpu: str, via: str, layers: int) -> None:
+    """A trace made for another GPU is refused (its clocks are that GPU's DVFS states); one
+    with more clocks than the workload has layers is run with a warning naming what is unused."""
+    from quco.host.cli import UserError, checked_gst, err
+    if trace.gpu and checked_gst(trace.gpu, f"{trace.path}: gpu") != gst:
+        raise UserError(f"{trace.path}: gpu: the trace is made for {printable(trace.gpu)}, but the run is on "
+                        f"{printable(gpu)} ({via or 'the default'}); its clocks are that GPU's. Run it with "
+                        f"--gpu {printable(trace.gpu)}, or copy the trace and set its gpu")
+    if len(trace.clocks_mhz) > layers:
+        err.print(f"warning: {trace.path}: clocks_mhz has {len(trace.clocks_mhz):,} clocks for {layers:,} layers; "
+                  f"clocks {layers:,}.. are not used")
 
 
 def _ns(v) -> str:
@@ -47,11 +97,27 @@ def _ns(v) -> str:
 
 def cmd_run(args) -> int:
     out, fail, _ = _ui()
+    atomic.check_target(args.trace)  # before any work: an output it cannot write is exit 2 now
+    atomic.check_folder(args.plot)
+    from quco.host.cli import checked_profile
+    checked_profile(args.profile)
     tenants = [_tenant(s) for s in args.workloads]
-    trace = dvfs.load_trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
-    gpu = args.gpu if args.gpu is not None else tenants[0].workload.gpu or (trace.gpu if trace else None) or "r9-nano"
+    trace = _trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
+    w = tenants[0].workload
+    gpu, via = ((args.gpu, "--gpu") if args.gpu is not None else (w.gpu, f"{printable(w.path)}: gpu") if w.gpu else
+                (trace.gpu, f"{trace.path}: gpu") if trace and trace.gpu else ("r9-nano", ""))
     from quco.host.cli import checked_gst
-    checked_gst(gpu, "--gpu" if args.gpu is not None else "")  # a table the unit refuses is bad input: exit 2
+    from quco.host.cli_perf import model_bound
+    gst = checked_gst(gpu, via)  # a table the unit refuses is bad input: exit 2
+    if trace:
+        _trace_fits(trace, gst, gpu, via, len(w.layers))
+    g = tables.unpack(gst)
+    for t in tenants:  # a layer the model would take hours on: refused before the first launch
+        seen = set()
+        for lay in t.workload.layers:
+            if lay.type not in seen:
+                seen.add(lay.type)
+                model_bound(lay.kernel, g, f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})")
     if trace and len(tenants) > 1:
         raise fail("--dvfs runs one workload; give one WORKLOAD")
     options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)
@@ -59,7 +125,7 @@ def cmd_run(args) -> int:
         session = runner.Session(gpu, **options)
         if trace:
             tenants[0].clocks = trace.clocks(len(tenants[0].workload.layers))
-        steps = runner.run(session, tenants)
+        steps = _with_progress(args, tenants, lambda report: runner.run(session, tenants, report))
         summary = baselines.compare(steps, session) if not args.no_baselines else {}
         # the run above is QuCo-HW's: the trace's clocks went into the launch records
         compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines,
@@ -71,10 +137,10 @@ def cmd_run(args) -> int:
               for tid, t in enumerate(tenants)}
     types = baselines.by_type(steps)
     written = []
-    if args.trace:
+    if args.trace is not None:
         from quco.workloads.trace import chrome_trace
         write_text(args.trace, json.dumps(chrome_trace(steps, tenants, gpu)))
-    if args.plot:
+    if args.plot is not None:
         from quco.workloads import plots
         if summary:
             for tid, t in enumerate(tenants):
@@ -103,10 +169,10 @@ def cmd_run(args) -> int:
         _totals(out, t, totals[tid], summary.get(tid), len(tenants) > 1)
     if compared:
         out.print(_dvfs_table(compared, args.layers))
-    if args.trace:
-        out.print(Text(f"wrote {args.trace} (open in https://ui.perfetto.dev)"))
+    if args.trace is not None:
+        out.print(Text(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)"))
     if written:
-        out.print(Text(f"wrote {len(written)} figures to {args.plot}"))
+        out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0
 
 

@@ -118,6 +118,19 @@ def _problems(doc: dict) -> list[str]:
     return report([msg for _, msg in sorted(found, key=path_order)])
 
 
+def partition_problems(active_cus: int, lds_bytes: int, g: dict, gpu: str) -> list[str]:
+    """A partition the GPU cannot give (GST fields `g`), in kernel.json's words; checked
+    before any launch by every command (the unit would answer with an error status)."""
+    problems = []
+    if active_cus > g["num_cus"]:
+        problems.append(f"partition.active_cus: {active_cus} is out of range; expected 0 to {g['num_cus']} "
+                        f"({printable(gpu)}'s num_cus; 0 = all)")
+    if lds_bytes > g["lds_bytes"]:
+        problems.append(f"partition.lds_bytes: {lds_bytes} is out of range; expected 0 to {g['lds_bytes']} "
+                        f"({printable(gpu)}'s lds_bytes per CU; 0 = all), a multiple of 128")
+    return problems
+
+
 def _flag_problems(flags) -> list[str]:
     if isinstance(flags, numbers.Integral) and not isinstance(flags, bool) and not flags & ~abi.FLAGS_ALL:
         return []

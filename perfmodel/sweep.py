@@ -16,13 +16,17 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
 from quco.gst import abi, tables
+from quco.gst.userinput import printable
 from quco.host import reference
-from quco.host.atomic import atomic_path
+from quco.host.atomic import atomic_path, check_target, plan
 from quco.perfmodel import params, search
 from quco.perfmodel.work import Config, Work
 
@@ -76,6 +80,45 @@ def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None,
         return _run_dask(client, fn, tasks, report, chunk)
 
 
+def _start_fork_server() -> None:
+    """Start multiprocessing's fork server with SIGINT ignored: the disposition survives its
+    exec and every worker forked from it keeps it, so Ctrl-C (which a terminal sends to the
+    whole process group) reaches only this process, which ends the workers (_run_pool), and no
+    worker prints a KeyboardInterrupt traceback, not even one starting up. SIGINT is blocked
+    meanwhile, so a Ctrl-C in this moment stays pending here and acts afterwards."""
+    from multiprocessing import forkserver
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # blocked: kept pending, even ignored
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM wait while the pool starts its workers, then act: a signal in the
+    middle of a start (inside the executor's locks) would leave a worker this process does not
+    know yet, to die later with a traceback of its own, or a lock that shutdown() then waits on.
+    (Blocking the signals would not do: another thread, the executor's, would take them.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    old = {sig: signal.signal(sig, lambda signum, frame: got.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        if got:
+            signal.raise_signal(got[0])  # now, through the handler it would have met
+
+
 def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
     chunks = _chunks(tasks, chunk or chunk_size(len(tasks), workers))
     results: list = [None] * len(chunks)
@@ -83,16 +126,32 @@ def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
     # forkserver: forking a process that runs threads (a Dask client, a progress bar) can
     # deadlock the child; the pool's workers fork from a clean server process instead.
     ctx = multiprocessing.get_context("forkserver")
+    _start_fork_server()
     pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx)
     try:
-        index = {pool.submit(_apply_chunk, fn, c): i for i, c in enumerate(chunks)}
+        with _signals_deferred():  # the submits start the workers: each is known before a signal acts
+            index = {pool.submit(_apply_chunk, fn, c): i for i, c in enumerate(chunks)}
         for fut in as_completed(index):
             results[index[fut]] = fut.result()
             done += len(chunks[index[fut]])
             report(done, len(tasks))
+    except BaseException:
+        # Ctrl-C, SIGTERM (host/cli.py raises it here) or a failed task: end the workers now
+        # rather than let them finish their chunks; shutdown() then reaps them
+        for proc in multiprocessing.active_children():  # also one started but not yet the pool's
+            with contextlib.suppress(OSError):
+                proc.terminate()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return [r for chunk in results for r in chunk]
+
+
+def check_scheduler(address: str) -> None:
+    """A --scheduler a user typed: "local-dask" or PROTOCOL://HOST:PORT (tcp://10.0.0.5:8786)."""
+    if address != "local-dask" and not re.fullmatch(r"[a-z]+://[^\s/]+:\d{1,5}", address):
+        raise SweepError(f"--scheduler {printable(address)!r}: expected a Dask scheduler address "
+                         "PROTOCOL://HOST:PORT (e.g. tcp://127.0.0.1:8786) or local-dask")
 
 
 @contextlib.contextmanager
@@ -113,12 +172,34 @@ def _dask_client(scheduler, workers: int | None):
                 Client(cluster, set_as_default=False) as client:
             yield client
         return
+    _handshake(scheduler)
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, ValueError, TypeError) as e:
         raise SweepError(f"cannot reach Dask scheduler {scheduler}: {e}") from e
     with client:
         yield client
+
+
+def _handshake(scheduler: str) -> None:
+    """Connect to `scheduler` and exchange Dask's handshake within CONNECT_TIMEOUT_S.
+    distributed bounds the TCP connect but then waits for the peer's handshake for ever, so
+    a port that accepts and never answers (another program, a stuck scheduler) would hang
+    the Client; this answers it in bounded time first."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def shake():
+        comm = await connect(scheduler, timeout=CONNECT_TIMEOUT_S)
+        await comm.close()
+    try:
+        asyncio.run(asyncio.wait_for(shake(), CONNECT_TIMEOUT_S + 1))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise SweepError(f"Dask scheduler {scheduler}: no answer within {CONNECT_TIMEOUT_S + 1} s (something "
+                         "accepts the connection but does not speak Dask's protocol, or the scheduler is stuck)") from None
+    except (OSError, ValueError, TypeError) as e:
+        raise SweepError(f"cannot reach Dask scheduler {scheduler}: {e}") from None
 
 
 def _run_dask(client, fn, tasks: list, report, chunk: int | None) -> list:
@@ -153,17 +234,39 @@ def columns(rows: list[dict]) -> list[str]:
     return list(dict.fromkeys(k for r in rows for k in r))
 
 
-def write_table(rows: list[dict], path) -> Path:
-    """A tidy table: Parquet when `path` ends in .parquet (needs pyarrow), CSV otherwise."""
+TABLE_FORMATS = (".csv", ".parquet")
+
+
+def check_table_path(path) -> None:
+    """Refuse, before a sweep runs, a table path write_table could not write: a suffix other
+    than .csv or .parquet (a descriptor such as /dev/stdout takes CSV), Parquet without
+    pyarrow, a target that is no file (host/atomic.py)."""
+    if str(path) == "":
+        raise SweepError("no table file given (an empty name); expected a .csv or .parquet file")
+    descriptor = plan(path)[0] == "fd"  # /dev/stdout, /dev/fd/N: CSV, whatever the name
     path = Path(path)
-    cols = columns(rows)
-    if path.suffix == ".parquet":
+    if path.suffix.lower() not in TABLE_FORMATS and not descriptor:
+        raise SweepError(f"{printable(str(path))}: the table is written as CSV (.csv) or Parquet "
+                         f"(.parquet); give a file name ending in one of them")
+    if path.suffix.lower() == ".parquet":
         try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            import pyarrow  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise SweepError(f"{path}: writing Parquet needs pyarrow (pip install pyarrow); "
                              "or write a .csv file") from None
+    check_target(path)
+
+
+def write_table(rows: list[dict], path) -> Path:
+    """A tidy table: Parquet when `path` ends in .parquet (needs pyarrow), else CSV (.csv or a
+    descriptor such as /dev/stdout)."""
+    path = Path(path)
+    check_table_path(path)
+    cols = columns(rows)
+    if path.suffix.lower() == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp)

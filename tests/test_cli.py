@@ -181,7 +181,7 @@ def test_explain_names_the_fallback_and_errors(capsys, tmp_path):
     (["launch", "/dev/zero"], 2, "not a regular file"),
     (["launch", str(MM_KERNEL), "--cycles", "--clock", "0"], 2, "--clock: 0 is out of range"),
     (["launch", str(MM_KERNEL), "--cycles", "--clock", "nan"], 2, "out of range"),
-    (["gst", "pack", "r9-nano", "-o", "{dir}"], 2, "Is a directory"),
+    (["gst", "pack", "r9-nano", "-o", "{dir}"], 2, "is a folder"),
 ])
 def test_hostile_input_gets_a_clear_error(tmp_path, capsys, argv, code, words):
     deep = tmp_path / "deep.json"

@@ -272,7 +272,10 @@ def test_writes_to_read_only_and_unmapped_memory_are_refused(elf_path):
     (["--port", "0.0.0.0:1234"], "0.0.0.0 is not a loopback address"),
     (["--port", "192.0.2.1:0", "--listen", "192.0.2.7"], "192.0.2.1 is not a loopback address"),
     (["--port", "example.org:1234"], "example.org: not a numeric IP address"),
-    (["--launches", "0", "--port", "0"], "--launches 0: expected at least 1"),
+    (["--launches", "0", "--port", "0"], "--launches '0': expected a whole number 1..10000"),
+    (["--launches", "٣", "--port", "0"], "--launches '٣': expected a whole number 1..10000 in digits 0-9"),
+    (["--port", "²"], "--port ²: expected a port number 0..65535 in digits 0-9"),
+    (["--port", "9" * 5000], "expected a port number 0..65535"),
 ])
 def test_bad_addresses_are_refused_with_exit_code_2(capsys, elf_path, argv, message):
     code = cli.main(["gdb", str(MM_KERNEL), "--firmware", str(elf_path), *argv])
@@ -310,3 +313,51 @@ def test_cli_prints_the_attach_command_and_serves_until_the_end(elf_path, gdb, e
     assert f"boot: {counts(expected['boot'])}" in out
     assert f"quco: launch 1 ended in wfi: {counts(expected['launch 1'])}" in out
     assert "session ended (exit)" in rest and f"launch 1: {counts(expected['launch 1'])}" in rest
+
+
+def test_register_writes_of_the_wrong_width_are_refused(elf_path):
+    """Issue #24: every register is 32 bits; an 80-bit (x87-style) or 64-bit value is an error,
+    not a silent truncation, and the register keeps its value."""
+    server = Server(target(elf_path))
+    c = Client(server.port)
+    assert c.ask(b"Pa=78563412") == b"OK" and c.ask(b"pa") == b"78563412"          # a0, 32 bits
+    assert c.ask(b"Pa=" + b"11" * 10) == b"E01" and c.ask(b"pa") == b"78563412"    # 80 bits
+    assert c.ask(b"P2b=" + b"22" * 8) == b"E01"                                     # fa0, 64 bits
+    assert c.ask(b"Pa=1234") == b"E01"                                              # 16 bits
+    assert c.ask(b"G" + b"00" * 6) == b"E01"                                        # half a register
+    assert c.ask(b"G" + b"00" * (4 * gdbstub.NUM_REGS + 4)) == b"E01"               # one too many
+    assert c.ask(b"pa") == b"78563412"
+    assert c.ask(b"D") == b"OK"
+    c.close()
+    assert server.join() == "detach"
+
+
+@pytest.mark.parametrize("opening", [b"", b"$qSupp"], ids=["says nothing", "half a packet"])
+def test_a_silent_client_does_not_hold_the_stub(elf_path, monkeypatch, opening):
+    """One client at a time: one that connects and sends nothing (or half a packet) is dropped
+    after SILENT_CLIENT_S, and the next client is served."""
+    monkeypatch.setattr(gdbstub, "SILENT_CLIENT_S", 0.5)
+    server = Server(target(elf_path))
+    silent = Client(server.port)
+    silent.raw(opening)
+    c = Client(server.port)                           # queued behind the silent one
+    assert b"PacketSize" in c.ask(b"qSupported")
+    assert c.ask(b"?") == b"S05"
+    assert c.ask(b"D") == b"OK"
+    c.close()
+    silent.close()
+    assert server.join() == "detach"
+    assert any("sent no first packet in 0.5 s" in line for line in server.log), server.log
+
+
+def test_a_debugger_may_think_between_packets(elf_path, monkeypatch):
+    """After its first packet a client may wait as long as it likes between packets."""
+    monkeypatch.setattr(gdbstub, "SILENT_CLIENT_S", 0.2)
+    server = Server(target(elf_path))
+    c = Client(server.port)
+    assert c.ask(b"?") == b"S05"
+    threading.Event().wait(0.6)                       # three times the limit, between packets
+    assert c.ask(b"p20") == b"00000000"
+    assert c.ask(b"D") == b"OK"
+    c.close()
+    assert server.join() == "detach"

@@ -153,7 +153,7 @@ def _leftovers(folder):
 def test_a_failed_write_leaves_the_old_file_intact(tmp_path):
     old = write_table(ROWS, tmp_path / "t.csv").read_bytes()
     (tmp_path / "dir.csv").mkdir()
-    with pytest.raises(IsADirectoryError, match="cannot write .*dir.csv"):
+    with pytest.raises(OSError, match="dir.csv: is a folder"):
         write_table(ROWS, tmp_path / "dir.csv")
 
     class Unprintable:
@@ -173,7 +173,7 @@ def test_parquet_without_pyarrow_says_what_to_do(tmp_path, monkeypatch):
 
 
 def test_parquet_round_trips(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq  # in the test extra: make test runs this
     path = write_table(ROWS, tmp_path / "t.parquet")
     assert pq.read_table(path).to_pylist() == [
         {"gpu": "R9 Nano", "kernel": "a", "cycles": 1.5, "gap_pct": None, "note": None},

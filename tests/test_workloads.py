@@ -201,7 +201,7 @@ BAD = [
     ({"name": "x", "layers": [{"name": "c", "conv": {"in_channels": 4, "out_channels": 4, "kernel": [5], "input": [2]}}]},
      "layers[0] (c): conv.input[0]: 2 is smaller than the kernel's reach 5"),
     ({"name": "x", "layers": [{"name": "big", **MM, "partition": {"active_cus": 100}}]},
-     "layer 0 (big, layers[0]): partition.active_cus: 100 is out of range; expected 0 to 64 (r9-nano's num_cus)"),
+     "layer 0 (big, layers[0]): partition.active_cus: 100 is out of range; expected 0 to 64 (r9-nano's num_cus; 0 = all)"),
     ({"name": "x", "layers": [{"name": "fc", "gemm": {"m": 8.0, "k": 2, "n": 4}}]},  # JSON Schema's integer takes 8.0
      "layers[0] (fc): gemm.m: 8.0 is written with a decimal point; expected integer 1 to 1073741824"),
 ]

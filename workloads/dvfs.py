@@ -15,6 +15,7 @@ from pathlib import Path
 
 from quco.examples import WORKLOADS
 from quco.gst import schema
+from quco.gst.userinput import printable
 from quco.perfmodel.evaluate import geomean
 from quco.workloads import baselines, runner
 from quco.workloads.format import WorkloadError, Workload, read_json
@@ -22,7 +23,8 @@ from quco.workloads.format import WorkloadError, Workload, read_json
 TRACE_SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["name", "clocks_mhz"],
     "properties": {
-        "name": {"type": "string", "minLength": 1}, "description": {"type": "string"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": schema.PRINTABLE},
+        "description": {"type": "string"},
         "gpu": {"type": "string", "minLength": 1},
         "clocks_mhz": {"type": "array", "minItems": 1, "maxItems": 100000,
                        "items": {"type": "integer", "minimum": 1, "maximum": 10000}}}}
@@ -40,6 +42,7 @@ class Trace:
     clocks_mhz: list[int]
     gpu: str | None = None
     description: str = ""
+    path: str = ""        # the file it was read from, for messages
 
     def clocks(self, n: int) -> list[int]:
         """The clock of each of `n` layers (the last value holds past the end)."""
@@ -48,15 +51,22 @@ class Trace:
 
 def load_trace(path) -> Trace:
     if str(path) == "":
-        raise WorkloadError([f"no DVFS trace given (an empty name); expected a file or one of {', '.join(sorted(t.stem for t in TRACES.glob('*.json')))}"])
+        raise WorkloadError([f"no DVFS trace given (an empty name); expected a file or one of {', '.join(bundled())}"])
     p = Path(path)
     if not p.exists() and (TRACES / f"{path}.json").exists():   # a bundled trace by name
         p = TRACES / f"{path}.json"
+    elif not p.exists() and not p.is_symlink():
+        raise WorkloadError([f"{printable(str(path))}: no such DVFS trace file and no bundled trace of that name "
+                             f"(bundled: {', '.join(bundled())})"])
     doc = read_json(p, "DVFS trace", 1 << 20)
     problems = _checker().problems(doc)  # kernel.json's rules and words: 1500.0 is no integer
     if problems:
         raise WorkloadError(schema.report([f"{p}: {message}" for _, message in problems]))
-    return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""))
+    return Trace(doc["name"], doc["clocks_mhz"], doc.get("gpu"), doc.get("description", ""), printable(str(p)))
+
+
+def bundled() -> list[str]:
+    return sorted(t.stem for t in TRACES.glob("*.json"))
 
 
 def compare(gpu: str, workload: Workload, trace: Trace, clock_aware_best: bool = True, active_cus: int = 0,

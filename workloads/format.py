@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from quco.workloads import derive
 SCHEMA_PATH = Path(__file__).with_name("workload.schema.json")
 MAX_FILE_BYTES = 16 << 20
 MAX_LAYERS = 100_000          # after expanding repeats and groups
+MAX_GROUP_DEPTH = 32          # groups inside groups; a model's module tree is a few levels deep,
+                              # and the schema check and expansion recurse once per level
 KINDS = ("gemm", "conv", "kernel", "kernel_file")
 
 
@@ -116,6 +119,20 @@ def _kernel_of(body: dict, defaults: dict, name: str, base: Path, where: str) ->
     return load_kernel(path), [f"kernel given as kernel.json ({body['kernel_file']})"]
 
 
+def _kernel_problems(problems: list[str], body: dict, where: str) -> list[str]:
+    """A layer's kernel errors, naming what the user wrote: the inline kernel's own messages,
+    the kernel file's, or for gemm/conv the sizes whose derived kernel breaks a rule (not the
+    Python object's fields the user never saw)."""
+    if "kernel" in body:
+        return problems
+    if "kernel_file" in body:
+        return [f"{where}: kernel_file: {p}" for p in problems]
+    kind = "gemm" if "gemm" in body else "conv"
+    sizes = ", ".join(f"{k} = {v}" for k, v in body[kind].items() if isinstance(v, int))
+    return [f"{where}: {kind}: {sizes}: the kernel these sizes give breaks a kernel.json rule: "
+            f"{re.sub(r'^Kernel[(].*?[)]: ', '', p)}" for p in problems]
+
+
 def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
     types, defaults = doc.get("layer_types", {}), doc.get("defaults", {})
     built: dict = {}  # (type, body's JSON) -> (kernel, derivation): a type is derived once
@@ -156,7 +173,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
                 if key not in built:
                     built[key] = _kernel_of(body, defaults, it.get("type", tname), base, f"{file}: {label}")
             except KernelError as e:
-                problems.extend(e.problems if "kernel" in body else [f"{file}: {label}: kernel_file: {p}" for p in e.problems])
+                problems.extend(_kernel_problems(e.problems, body, f"{file}: {label}"))
                 continue
             except ValueError as e:
                 problems.append(f"{file}: {label}: {e}")
@@ -179,10 +196,30 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
 
 
 # ---------------------------------------------------------------- entry points
+def _too_deep(doc: dict) -> str:
+    """The path of the first group nested deeper than MAX_GROUP_DEPTH ("" if none), found
+    without recursion (the schema check would recurse past Python's limit first)."""
+    stack = [(doc.get("layers"), "layers", 0)]
+    while stack:
+        items, path, depth = stack.pop()
+        if not isinstance(items, list):
+            continue
+        for i, it in enumerate(items):
+            if isinstance(it, dict) and "layers" in it:
+                if depth + 1 > MAX_GROUP_DEPTH:
+                    return f"{path}[{i}]" if len(path) < 200 else f"layers[...{depth} levels...][{i}]"
+                stack.append((it["layers"], f"{path}[{i}].layers", depth + 1))
+    return ""
+
+
 def parse(doc, file: str = "workload", base: Path | None = None) -> Workload:
     """Check a decoded workload document and expand it; raises WorkloadError."""
     if not isinstance(doc, dict):
         raise WorkloadError([schema.not_an_object(doc, file)])
+    deep = _too_deep(doc)
+    if deep:
+        raise WorkloadError([f"{file}: {deep}: groups nested more than {MAX_GROUP_DEPTH} deep; "
+                             f"expected at most {MAX_GROUP_DEPTH} levels of layers inside layers"])
     problems = [f"{file}: {m}" for m in _messages(doc)]
     if problems:
         raise WorkloadError(sorted(set(problems), key=problems.index))

@@ -22,6 +22,7 @@ import simpy
 
 from quco.gst import abi, tables
 from quco.host.device import QUCO_CLOCK_MHZ, Device
+from quco.host.kernel import partition_problems
 from quco.perfmodel import search
 from quco.perfmodel.params import Machine, machine
 from quco.perfmodel.sim import occupancy
@@ -113,12 +114,7 @@ class Session:
             for i, lay in enumerate(t.workload.layers):
                 cus, lds = t.active_cus or lay.active_cus, t.lds_bytes or lay.lds_bytes
                 where = f"{t.workload.path}: layer {lay.index} ({lay.name}, {lay.where})"
-                if cus > self.g["num_cus"]:
-                    problems.append(f"{where}: partition.active_cus: {cus} is out of range; expected 0 to "
-                                    f"{self.g['num_cus']} ({self.gpu}'s num_cus)")
-                if lds > self.g["lds_bytes"]:
-                    problems.append(f"{where}: partition.lds_bytes: {lds} is out of range; expected 0 to "
-                                    f"{self.g['lds_bytes']} ({self.gpu}'s lds_bytes), a multiple of 128")
+                problems += [f"{where}: {p}" for p in partition_problems(cus, lds, self.g, self.gpu)]
                 if len(problems) >= 20:
                     break
         total = sum(t.active_cus for t in tenants)
@@ -150,8 +146,9 @@ def model_ns(m: Machine, work: Work, cfg: Config) -> float | None:
     return search.evaluate(m, work, cfg).ns
 
 
-def run(session: Session, tenants: list[Tenant]) -> list[Step]:
-    """Every tenant's layers in order on one timeline; the unit serves them in turn."""
+def run(session: Session, tenants: list[Tenant], progress=None) -> list[Step]:
+    """Every tenant's layers in order on one timeline; the unit serves them in turn.
+    progress: optional callback(layers done, layers in all)."""
     session.check(tenants)
     env = simpy.Environment()
     unit = simpy.Resource(env, capacity=1)
@@ -177,7 +174,10 @@ def run(session: Session, tenants: list[Tenant]) -> list[Step]:
             step.exposed_ns = step.start - prev_end
             step.end = prev_end = step.start + step.run_ns
             steps.append(step)
+            if progress:
+                progress(len(steps), total)
 
+    total = sum(len(t.workload.layers) for t in tenants)
     for tid, t in enumerate(tenants):
         env.process(tenant(tid, t))
     env.run()
