@@ -7,22 +7,31 @@ once per executed block and dominate emulation time, so they update the Soc's co
 plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they use of the Soc:
 
     uc, image, lds_bytes, budget, timer, counting, tracing, split_penalty, _read_pc()
-    per step:   instructions, blocks, cycles, misaligned, prev, trace, reads, writes, _fault
-    caches:     _blocks (address -> (size, retired bytes)), _pair_cycles, _raw_hooks
+    per step:   instructions, blocks, cycles, misaligned, trace, reads, writes, _fault,
+                _edge (how the step reached the current block), _div_lats
+    caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks
+
+Timed counting walks a graph of edges: `_edge` is a tuple EDGE (translated size, cycles,
+instructions, successors, previous node, node) for the block running now, a node being
+(address, retired size) or (address, retired size, divide latencies), and `successors` maps
+the next block's address to its edge. Each pair of blocks is scheduled once (Timer.cost);
+after that an executed block costs one dictionary lookup and three additions.
 """
 from __future__ import annotations
 
-from unicorn import (UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_FETCH_UNMAPPED,
+from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_FETCH_UNMAPPED,
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE, UC_HOOK_MEM_WRITE_PROT,
                      UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE,
                      UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UcError)
+from unicorn.riscv_const import UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
-from quco.emulator import disasm, faults, isa
+from quco.emulator import disasm, faults, isa, timing
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
 
 PAGE = 4096
+_SIZE, _CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(6)  # the fields of an edge (module docstring)
 EXECUTABLE = " and ".join(r.name for r in abi.REGIONS if "x" in r.perms)
 COUNTED_REGIONS = (abi.ROM, abi.DATA, abi.GST_REGION)  # count_memory: accesses per region
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
@@ -74,10 +83,19 @@ class Hooks:
             self._add_block_hook(self._on_block)
         if self.split_penalty:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
+        if self.timer is not None and self.timer.p.div_by_divisor:  # a code hook on each divide only
+            for address in self._divs:
+                self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_div), address, address)
 
-    def _add_raw_hook(self, kind, fptr):
+    def _div_sites(self) -> dict:
+        """address -> word of every div/divu/rem/remu in the image (code runs from ROM only,
+        which the firmware cannot write)."""
+        return {base + off: w for base, data in self.image.segments for off in range(0, len(data) - 3, 4)
+                if timing.is_div(w := int.from_bytes(data[off:off + 4], "little"))}
+
+    def _add_raw_hook(self, kind, fptr, begin=1, end=0):
         self._raw_hooks.append(fptr)  # keep the C function pointer alive
-        self.uc._Uc__do_hook_add(kind, fptr, 1, 0)
+        self.uc._Uc__do_hook_add(kind, fptr, begin, end)
 
     def _add_block_hook(self, fn):
         """Register fn(handle, address, size, key) for every executed block.
@@ -124,28 +142,62 @@ class Hooks:
         self.instructions += real >> 2
         self.blocks += 1
 
-    def _block_cycles(self, address, size) -> int:
-        # hot path: one dictionary lookup keyed by (previous block, this block)
-        key = (self.prev, address, size)
-        c = self._pair_cycles.get(key)
-        if c is None:
-            c = self._pair_cycles[key] = self.timer.cost(self.prev, address, size)
-        self.prev = (address, size)
-        return c
+    def _new_edge(self, address, size) -> tuple:
+        """The edge from the current block to block (address, size): checked, scheduled and
+        remembered among the current block's successors."""
+        real = self._retired(address, size)
+        prev, node = self._edge[_NODE], (address, real)
+        e = (size, self.timer.cost(prev, address, real), real >> 2, self._succ.setdefault(node, {}), prev, node)
+        self._edge[_SUCC][address] = e
+        return e
 
     def _on_block_timed(self, _handle, address, size, _key):
-        size = self._retired(address, size)
-        self.cycles += self._block_cycles(address, size)
-        self.instructions += size >> 2
+        e = self._edge[_SUCC].get(address)  # the hot path
+        if e is None or e[_SIZE] != size:
+            e = self._new_edge(address, size)
+        self._edge = e
+        self.cycles += e[_CYCLES]
+        self.instructions += e[_INSNS]
         self.blocks += 1
 
     def _on_block_traced(self, _handle, address, size, _key):
-        size = self._retired(address, size)
-        c = self._block_cycles(address, size) if self.timer else size >> 2
+        if self.timer is None:
+            size = self._retired(address, size)
+            c = insns = size >> 2
+        else:
+            e = self._edge[_SUCC].get(address)
+            if e is None or e[_SIZE] != size:
+                e = self._new_edge(address, size)
+            self._edge, c, insns, size = e, e[_CYCLES], e[_INSNS], e[_NODE][1]
         self.cycles += c
         self.trace.append((address, size, c))
-        self.instructions += size >> 2
+        self.instructions += insns
         self.blocks += 1
+
+    def _on_div(self, _handle, address, _size, _key):
+        """A divide is about to run (a code hook on divides only): its latency from the
+        divisor. Once the block's last divide has run, the block is charged as the variant
+        with those latencies, and the next block follows that variant (its pending results)."""
+        word = self._divs[address]
+        divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
+        if self._div_block != self.blocks:  # the first divide of this block execution
+            self._div_block, self._div_lats = self.blocks, ()
+        self._div_lats += (timing.div_cycles(self.timer.p.issue["div"], word, divisor),)
+        e = self._edge
+        node = e[_NODE]
+        if node is None or len(self._div_lats) < self.timer.divides(*node):
+            return
+        variant = node + (self._div_lats,)
+        v = self._variants.get((e[_PREV], variant))
+        if v is None:
+            c = self.timer.cost(e[_PREV], node[0], node[1], self._div_lats)
+            v = self._variants[(e[_PREV], variant)] = (e[_SIZE], c, e[_INSNS], self._succ.setdefault(variant, {}),
+                                                       e[_PREV], variant)
+        self._edge, delta = v, v[_CYCLES] - e[_CYCLES]
+        self.cycles += delta
+        if self.tracing:
+            a, s, c = self.trace[-1]
+            self.trace[-1] = (a, s, c + delta)
 
     def _on_data_access(self, _handle, _access, address, size, _value, _key):
         """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,

@@ -88,7 +88,11 @@ class Soc(Hooks):
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self.booted: protocol.Answer | None = None  # the boot's answer, once booted
         self.generation = self.launches = 0         # acknowledged by the firmware so far
-        self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
+        self._raw_hooks, self._blocks = [], {}
+        self._succ, self._variants = {None: {}}, {}  # the timed edge graph (emulator/hooks.py)
+        self._start_edge = (0, 0, 0, self._succ[None], None, None)  # before a step's first block
+        self._edge, self._div_block, self._div_lats = self._start_edge, -1, ()
+        self._divs = self._div_sites() if timer is not None and timer.p.div_by_divisor else {}
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:
@@ -96,7 +100,7 @@ class Soc(Hooks):
         self.pc = image.entry
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.woken = 0  # steps run so far: the first one starts at reset
-        self.prev = None
+        self.prev = None  # DebugSoc: the previous block's node
         self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
 
@@ -104,7 +108,7 @@ class Soc(Hooks):
     def _begin_step(self):
         self._fault = None
         self.instructions = self.blocks = self.misaligned = 0
-        self.prev = None
+        self.prev, self._edge, self._div_block = None, self._start_edge, -1
         self.reads, self.writes, self.trace = {}, {}, []
         self.cycles = self._wake_cycles()
 
