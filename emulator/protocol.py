@@ -17,7 +17,7 @@ struct (quco.gst.abi), read as one tuple, and only the queues are looped over.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from quco.emulator.faults import FirmwareMisbehaved
 from quco.gst import abi
@@ -34,15 +34,19 @@ _MB_DOORBELL, _MB_STATUS, _MB_DETAIL, _MB_GENERATION, _MB_CACHE_HIT, _MB_BOOT = 
     _MB[n] for n in ("doorbell", "status", "detail", "generation", "cache_hit", "boot_status"))
 _R_LDS, _R_QUEUES = (abi.LAUNCH_HEADER.names.index(n) for n in ("lds_bytes", "num_queues"))
 _QUEUE_DESC = abi.QUEUE_DESC.codec.iter_unpack
-_Q = {n: i for i, n in enumerate(abi.QUEUE_DESC.names)}
-_Q_OFFSET, _Q_SLOT_BYTES, _Q_SLOTS, _Q_BASE, _Q_COUNT = (
-    _Q[n] for n in ("offset", "slot_bytes", "slots", "barrier_base", "barrier_count"))
+_META = [abi.meta_bytes(n) for n in range(abi.MAX_QUEUES + 1)]      # by queue count
+_CONFIG = [abi.config_bytes(n) for n in range(abi.MAX_QUEUES + 1)]
+# check_config unpacks each descriptor straight into names, in this order
+assert abi.QUEUE_DESC.names == ("offset", "slot_bytes", "slots", "type", "elem_size", "barrier_base", "barrier_count")
 _OK_STATUSES = frozenset(int(s) for s in Status if s not in abi.BOOT_STATUSES or s == Status.OK)
 _BOOT_STATUSES = frozenset(int(s) for s in abi.BOOT_STATUSES)
+_AFTER_GENERATION = abi.LDS_HEADER.offset("generation") + 4  # the rest of a configuration: its identity
+assert abi.LDS_HEADER.names[:2] == ("magic", "generation")
+_STATUS = {int(s): s for s in Status}  # a dictionary lookup; Status(value) costs ten times more
+VERIFIED_MAX = 256  # configurations a Soc remembers as checked (check_config)
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):  # a NamedTuple: made once a launch, the cheapest immutable record
     """What the firmware answered to a boot or a launch, checked against the ABI."""
     status: Status
     detail: int
@@ -68,7 +72,7 @@ def _status(value: int, allowed: frozenset, step: str, word: str) -> Status:
     if value not in allowed:
         names = ", ".join(f"{s} {Status(s).name}" for s in sorted(allowed))
         raise FirmwareMisbehaved(step, f"mailbox {word} {value} is not one the ABI allows here ({names})")
-    return Status(value)
+    return _STATUS[value]
 
 
 def boot_answer(bus) -> Answer:
@@ -80,10 +84,12 @@ def boot_answer(bus) -> Answer:
     return Answer(status, mb[_MB_DETAIL])
 
 
-def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str = "launch") -> Answer:
+def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str = "launch",
+                  verified: set | None = None) -> Answer:
     """A launch's answer, after the firmware slept again. `gst` is the unpacked GST the unit
     booted with, `boot` its boot answer, `generation` the mailbox generation before this
-    launch. Reads the mailbox once and, on status OK, the configuration once."""
+    launch, `verified` the caller's memory of configurations already checked (check_config).
+    Reads the mailbox once and, on status OK, the configuration once."""
     doorbell, status, detail, mb_generation, cache_hit, _ = _mailbox(bus)
     if doorbell != 0:
         raise FirmwareMisbehaved(step, f"the doorbell was not acknowledged (still {doorbell}; the firmware "
@@ -101,13 +107,19 @@ def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, 
                                        f"{status.name} (expected {expected})")
     if not ok:
         return Answer(status, detail, mb_generation)
-    config = check_config(bus.read(abi.LDS.base, CONFIG_MAX), record, gst, expected, step)
+    config = check_config(bus.read(abi.LDS.base, CONFIG_MAX), record, gst, expected, step, verified)
     return Answer(status, detail, mb_generation, cache_hit == 1, config)
 
 
-def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: str = "launch") -> bytes:
+def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: str = "launch",
+                 verified: set | None = None) -> bytes:
     """The configuration at the start of `lds`, trimmed to its size, once its header and
-    descriptors are within the ABI's limits for this record and GST."""
+    descriptors are within the ABI's limits for this record and GST.
+
+    `verified` (one set per GST: a Soc's) remembers (record, configuration after the
+    generation word) pairs that passed: every rule but the magic and the generation reads
+    only those bytes and the GST, so the same pair passes again; a relaunch then costs two
+    comparisons and a set lookup instead of the per-queue rules."""
     def bad(what):
         raise FirmwareMisbehaved(step, f"status OK but the LDS configuration has {what}")
 
@@ -116,11 +128,15 @@ def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: st
         bad(f"magic 0x{magic:08x}, not QCFG (0x{abi.LDS_MAGIC:08x})")
     if lds_generation != generation:
         bad(f"generation {lds_generation}, not the mailbox's {generation}")
+    if verified is not None and 1 <= n <= abi.MAX_QUEUES:
+        key = (record, lds[_AFTER_GENERATION:_CONFIG[n]])
+        if key in verified:
+            return lds[:_CONFIG[n]]
     header = abi.LAUNCH_HEADER.codec.unpack_from(record)
     record_lds, asked = header[_R_LDS], header[_R_QUEUES]
     if n != asked or not 1 <= n <= abi.MAX_QUEUES:
         bad(f"num_queues {n}; the launch record has {asked} (the ABI allows 1..{abi.MAX_QUEUES})")
-    meta = abi.meta_bytes(n)
+    meta = _META[n]
     if meta_bytes != meta:
         bad(f"meta_bytes {meta_bytes}; {n} queues take {meta}")
     lds_limit = record_lds or gst["lds_bytes"]  # the launch's partition, else the whole LDS
@@ -131,13 +147,17 @@ def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: st
     if barriers > gst["barrier_limit"]:
         bad(f"barriers_used {barriers} above the GST's barrier_limit {gst['barrier_limit']}")
     max_slots, start = gst["max_slots"], abi.LDS_HEADER.size
-    for i, d in enumerate(_QUEUE_DESC(lds[start:start + n * abi.QUEUE_DESC.size])):
-        if not 1 <= d[_Q_SLOTS] <= max_slots:
-            bad(f"queue {i}: slots {d[_Q_SLOTS]} outside 1..{max_slots} (the GST's max_slots)")
-        offset = d[_Q_OFFSET]
-        end = offset + d[_Q_SLOTS] * d[_Q_SLOT_BYTES]
+    descs = _QUEUE_DESC(lds[start:start + n * abi.QUEUE_DESC.size])
+    for i, (offset, slot_bytes, slots, _type, _elem, base, count) in enumerate(descs):
+        if not 1 <= slots <= max_slots:
+            bad(f"queue {i}: slots {slots} outside 1..{max_slots} (the GST's max_slots)")
+        end = offset + slots * slot_bytes
         if offset < meta or end > used:
             bad(f"queue {i}: block {offset}..{end} outside the queue area {meta}..{used}")
-        if d[_Q_BASE] + d[_Q_COUNT] > barriers:
-            bad(f"queue {i}: barriers {d[_Q_BASE]}+{d[_Q_COUNT]} past barriers_used {barriers}")
-    return lds[:abi.config_bytes(n)]
+        if base + count > barriers:
+            bad(f"queue {i}: barriers {base}+{count} past barriers_used {barriers}")
+    if verified is not None:
+        if len(verified) >= VERIFIED_MAX:
+            verified.clear()
+        verified.add(key)
+    return lds[:_CONFIG[n]]

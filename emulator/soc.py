@@ -24,6 +24,9 @@ from quco.emulator.hooks import COUNTED_REGIONS, Hooks, pages
 from quco.gst import abi
 
 _uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
+_uc_mem_read = getattr(getattr(_binding, "uclib", None), "uc_mem_read", None)
+_uc_mem_write = getattr(getattr(_binding, "uclib", None), "uc_mem_write", None)
+READ_BUFFER = abi.MAILBOX.size  # reads up to this size go through one reused buffer
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
@@ -72,6 +75,8 @@ class Soc(Hooks):
         self.image, self.budget, self.wall_budget = image, budget, wall_budget
         self._deadline, self._timed_out = None, False
         self._pc_buf = ctypes.c_uint64(0)
+        self._pc_ref = ctypes.byref(self._pc_buf)
+        self._read_buf = ctypes.create_string_buffer(READ_BUFFER)
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
@@ -88,6 +93,7 @@ class Soc(Hooks):
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self.booted: protocol.Answer | None = None  # the boot's answer, once booted
         self.generation = self.launches = 0         # acknowledged by the firmware so far
+        self._verified = set()  # configurations the protocol check passed (protocol.check_config)
         self._raw_hooks, self._blocks = [], {}
         self._succ, self._variants = {None: {}}, {}  # the timed edge graph (emulator/hooks.py)
         self._start_edge = (0, 0, 0, self._succ[None], None, None)  # before a step's first block
@@ -165,7 +171,7 @@ class Soc(Hooks):
         spends twice as long in Python, a tenth of an uncounted launch."""
         if _uc_reg_read is None:
             return self.uc.reg_read(UC_RISCV_REG_PC)
-        _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, ctypes.byref(self._pc_buf))
+        _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, self._pc_ref)
         return self._pc_buf.value
 
     def _wfi_exits(self) -> set:
@@ -200,16 +206,27 @@ class Soc(Hooks):
         step = self.run()
         self.launches += 1
         step.answer = protocol.launch_answer(self, record, self.gst, self.booted, self.generation,
-                                             f"launch {self.launches}")
+                                             f"launch {self.launches}", self._verified)
         self.generation = step.answer.generation
         return step
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
-        return bytes(self.uc.mem_read(address, size))
+        if _uc_mem_read is None or size > READ_BUFFER:
+            return bytes(self.uc.mem_read(address, size))
+        # the binding's mem_read makes a buffer and two copies; the protocol reads twice a launch
+        status = _uc_mem_read(self.uc._uch, address, self._read_buf, size)
+        if status:
+            raise UcError(status)
+        return ctypes.string_at(self._read_buf, size)
 
     def write(self, address: int, data: bytes) -> None:
-        self.uc.mem_write(address, bytes(data))
+        data = bytes(data)
+        if _uc_mem_write is None:
+            return self.uc.mem_write(address, data)
+        status = _uc_mem_write(self.uc._uch, address, data, len(data))  # the binding's, one frame less
+        if status:
+            raise UcError(status)
 
     def stack_high_water(self) -> int:
         """Deepest stack use since reset, in bytes, from the canary left untouched."""

@@ -204,3 +204,28 @@ def test_used_bytes_is_held_to_the_launchs_partition_not_the_whole_lds(firmware)
     assert partition + 128 <= G["lds_bytes"]
     with pytest.raises(FirmwareMisbehaved, match=rf"used_bytes {partition + 128} outside \d+\.\.{partition} "):
         Device(GST, firmware(words)).launch(record)
+
+
+def test_a_remembered_configuration_is_still_held_to_magic_generation_and_its_bytes():
+    # check_config remembers (record, configuration) pairs that passed; the memory must not
+    # let a different configuration, a stale generation or a bad magic through
+    from quco.emulator import protocol
+    verified = set()
+    lds = MODEL.lds + bytes(protocol.CONFIG_MAX - len(MODEL.lds))
+    assert protocol.check_config(lds, RECORD, G, 1, verified=verified) == MODEL.lds
+    assert len(verified) == 1
+    assert protocol.check_config(lds, RECORD, G, 1, verified=verified) == MODEL.lds  # remembered
+    stale = lds[:4] + (0).to_bytes(4, "little") + lds[8:]
+    with pytest.raises(FirmwareMisbehaved, match="generation 0, not the mailbox's 1"):
+        protocol.check_config(stale, RECORD, G, 1, verified=verified)
+    with pytest.raises(FirmwareMisbehaved, match="magic 0x00000000"):
+        protocol.check_config(bytes(4) + lds[4:], RECORD, G, 1, verified=verified)
+    at = abi.LDS_HEADER.size + 3 * abi.QUEUE_DESC.size + abi.QUEUE_DESC.offset("slots")
+    no_slots = lds[:at] + bytes(2) + lds[at + 2:]
+    with pytest.raises(FirmwareMisbehaved, match="queue 3: slots 0 outside"):
+        protocol.check_config(no_slots, RECORD, G, 1, verified=verified)
+    other = bytearray(RECORD)
+    at = abi.LAUNCH_HEADER.offset("lds_bytes")
+    other[at:at + 4] = (1024).to_bytes(4, "little")
+    with pytest.raises(FirmwareMisbehaved, match="used_bytes .* outside 512..1024"):  # another record
+        protocol.check_config(lds, bytes(other), G, 1, verified=verified)
