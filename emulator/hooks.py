@@ -11,11 +11,16 @@ plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they u
                 _edge (how the step reached the current block), _div_lats
     caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks
 
-Timed counting walks a graph of edges: `_edge` is a tuple EDGE (translated size, cycles,
-instructions, successors, previous node, node) for the block running now, a node being
-(address, retired size) or (address, retired size, divide latencies), and `successors` maps
-the next block's address to its edge. Each pair of blocks is scheduled once (Timer.cost);
-after that an executed block costs one dictionary lookup and three additions.
+Timed counting walks a graph of edges: `_edge` is a tuple (cycles, instructions, successors,
+previous node, node) for the block running now, a node being (address, retired size) or
+(address, retired size, divide latencies), and `successors` maps the next block, as
+address << 32 | translated size, to its edge. Each pair of blocks is scheduled once
+(Timer.cost); after that an executed block costs one dictionary lookup and two additions.
+
+When the C hooks are built (emulator/fastcount.py) the counting modes other than tracing
+use them: they record the step's path of blocks and count split accesses, and
+`_price_path` walks the same graph after the step; divides are still seen by a Python code
+hook on their addresses, which notes the block index and latency for the walk.
 """
 from __future__ import annotations
 
@@ -26,12 +31,12 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 from unicorn.riscv_const import UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
-from quco.emulator import disasm, faults, isa, timing
+from quco.emulator import disasm, fastcount, faults, isa, timing
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
 
 PAGE = 4096
-_SIZE, _CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(6)  # the fields of an edge (module docstring)
+_CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(5)  # the fields of an edge (module docstring)
 EXECUTABLE = " and ".join(r.name for r in abi.REGIONS if "x" in r.perms)
 COUNTED_REGIONS = (abi.ROM, abi.DATA, abi.GST_REGION)  # count_memory: accesses per region
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
@@ -75,13 +80,17 @@ class Hooks:
         if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
             watchdog.watch(self)
             return
-        if self.tracing:
+        lib = None if self.tracing else fastcount.load()
+        if lib is not None:  # the C hooks: the path of blocks and the split accesses
+            self._fast = fastcount.Counter(lib, self.uc, abi.ROM.base, abi.ROM.size, self.budget + 2,
+                                           self._on_new_block, bool(self.split_penalty))
+        elif self.tracing:
             self._add_block_hook(self._on_block_traced)
         elif self.timer is not None:
             self._add_block_hook(self._on_block_timed)
         else:
             self._add_block_hook(self._on_block)
-        if self.split_penalty:  # a profile that charges split accesses: check every access
+        if self.split_penalty and lib is None:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
         if self.timer is not None and self.timer.p.div_by_divisor:  # a code hook on each divide only
             for address in self._divs:
@@ -142,19 +151,20 @@ class Hooks:
         self.instructions += real >> 2
         self.blocks += 1
 
-    def _new_edge(self, address, size) -> tuple:
-        """The edge from the current block to block (address, size): checked, scheduled and
-        remembered among the current block's successors."""
+    def _new_edge(self, edge, address, size) -> tuple:
+        """The edge from `edge`'s block to block (address, size): checked, scheduled and
+        remembered among that block's successors."""
         real = self._retired(address, size)
-        prev, node = self._edge[_NODE], (address, real)
-        e = (size, self.timer.cost(prev, address, real), real >> 2, self._succ.setdefault(node, {}), prev, node)
-        self._edge[_SUCC][address] = e
+        prev, node = edge[_NODE], (address, real)
+        e = (self.timer.cost(prev, address, real), real >> 2, self._succ.setdefault(node, {}), prev, node)
+        edge[_SUCC][address << 32 | size] = e
         return e
 
     def _on_block_timed(self, _handle, address, size, _key):
-        e = self._edge[_SUCC].get(address)  # the hot path
-        if e is None or e[_SIZE] != size:
-            e = self._new_edge(address, size)
+        edge = self._edge
+        e = edge[_SUCC].get(address << 32 | size)  # the hot path
+        if e is None:
+            e = self._new_edge(edge, address, size)
         self._edge = e
         self.cycles += e[_CYCLES]
         self.instructions += e[_INSNS]
@@ -165,9 +175,10 @@ class Hooks:
             size = self._retired(address, size)
             c = insns = size >> 2
         else:
-            e = self._edge[_SUCC].get(address)
-            if e is None or e[_SIZE] != size:
-                e = self._new_edge(address, size)
+            edge = self._edge
+            e = edge[_SUCC].get(address << 32 | size)
+            if e is None:
+                e = self._new_edge(edge, address, size)
             self._edge, c, insns, size = e, e[_CYCLES], e[_INSNS], e[_NODE][1]
         self.cycles += c
         self.trace.append((address, size, c))
@@ -180,24 +191,74 @@ class Hooks:
         with those latencies, and the next block follows that variant (its pending results)."""
         word = self._divs[address]
         divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
+        lat = timing.div_cycles(self.timer.p.issue["div"], word, divisor)
+        if self._fast is not None:  # the C hooks: noted for _price_path against the block running
+            self._div_events.append((self._fast.c.used - 1, lat))
+            return
         if self._div_block != self.blocks:  # the first divide of this block execution
             self._div_block, self._div_lats = self.blocks, ()
-        self._div_lats += (timing.div_cycles(self.timer.p.issue["div"], word, divisor),)
+        self._div_lats += (lat,)
         e = self._edge
+        v = self._variant(e, self._div_lats)
+        if v is not e:
+            self._edge, delta = v, v[_CYCLES] - e[_CYCLES]
+            self.cycles += delta
+            if self.tracing:
+                a, s, c = self.trace[-1]
+                self.trace[-1] = (a, s, c + delta)
+
+    def _variant(self, e, lats: tuple) -> tuple:
+        """Edge e with its block's divides at latencies `lats`, once they all ran (else e)."""
         node = e[_NODE]
-        if node is None or len(self._div_lats) < self.timer.divides(*node):
-            return
-        variant = node + (self._div_lats,)
+        if node is None or len(lats) < self.timer.divides(*node):
+            return e
+        variant = node + (lats,)
         v = self._variants.get((e[_PREV], variant))
         if v is None:
-            c = self.timer.cost(e[_PREV], node[0], node[1], self._div_lats)
-            v = self._variants[(e[_PREV], variant)] = (e[_SIZE], c, e[_INSNS], self._succ.setdefault(variant, {}),
-                                                       e[_PREV], variant)
-        self._edge, delta = v, v[_CYCLES] - e[_CYCLES]
-        self.cycles += delta
-        if self.tracing:
-            a, s, c = self.trace[-1]
-            self.trace[-1] = (a, s, c + delta)
+            v = self._variants[(e[_PREV], variant)] = (self.timer.cost(e[_PREV], node[0], node[1], lats), e[_INSNS],
+                                                       self._succ.setdefault(variant, {}), e[_PREV], variant)
+        return v
+
+    # ---------------------------------------------------------------- the C hooks' path
+    def _on_new_block(self, address, size):
+        """The C block hook meets a block it has not seen: check it before it runs."""
+        real = self._retired(address, size)
+        self._packed_insns[address << 32 | size] = real >> 2
+        if self._fault is None:
+            self._fast.mark_known(address, size)
+
+    def _price_path(self):
+        """The step's counts from the C hooks' path: the same edges as _on_block_timed."""
+        path, splits = self._fast.take()
+        self.blocks, self.misaligned = len(path), splits
+        if self.timer is None:
+            self.instructions = sum(map(self._packed_insns.__getitem__, path))
+            return
+        edge, cycles, insns, new = self._edge, 0, 0, self._new_edge
+        if not self._div_events:
+            for key in path:
+                e = edge[_SUCC].get(key)
+                if e is None:
+                    e = new(edge, key >> 32, key & 0xFFFF_FFFF)
+                edge = e
+                cycles += e[_CYCLES]
+                insns += e[_INSNS]
+        else:
+            lats_at = {}
+            for i, lat in self._div_events:
+                lats_at[i] = lats_at.get(i, ()) + (lat,)
+            for i, key in enumerate(path):
+                e = edge[_SUCC].get(key)
+                if e is None:
+                    e = new(edge, key >> 32, key & 0xFFFF_FFFF)
+                if i in lats_at:
+                    e = self._variant(e, lats_at[i])
+                edge = e
+                cycles += e[_CYCLES]
+                insns += e[_INSNS]
+        self._edge = edge
+        self.cycles += cycles + splits * self.split_penalty
+        self.instructions = insns
 
     def _on_data_access(self, _handle, _access, address, size, _value, _key):
         """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,

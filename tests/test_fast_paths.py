@@ -10,22 +10,38 @@ executed instructions decoded again, its divides' latencies from the recorded di
 the previous block's results in flight, the taken-branch refetch and one split penalty per
 access that crosses a word. Instruction and cycle counts, answers and LDS bytes must be
 identical, for the firmware on several GPUs and kernels and for a program made to exercise
-misaligned accesses, divides in loops and an FDIV in flight.
+misaligned accesses, divides in loops and an FDIV in flight; with the C hooks
+(emulator/fastcount.py) and with the Python hooks alike.
 """
 import functools
+import shutil
 
 import pytest
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
 from unicorn.riscv_const import UC_RISCV_REG_X0
 
 from conftest import EXAMPLES_DIR
-from quco.emulator import elf, soc, timing
+from quco.emulator import elf, fastcount, soc, timing
 from quco.gst import abi, tables
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
 PROFILES = ("cv32e40p", "cv32e40p-worst", "ipc1")
 decode = functools.lru_cache(maxsize=None)(timing.decode)  # read only: one Insn per word is fine
+
+
+@pytest.fixture(params=["C hooks", "Python hooks"])
+def hooks(request, monkeypatch):
+    """Run the test with the C hooks, then with the Python hooks (QUCO_PYTHON_HOOKS=1)."""
+    fastcount.load.cache_clear()
+    if request.param == "Python hooks":
+        monkeypatch.setenv("QUCO_PYTHON_HOOKS", "1")
+    elif fastcount.load() is None:
+        if shutil.which("cc") or shutil.which("gcc"):
+            pytest.fail("a C compiler is here but emulator/_fastcount.c is not built: reinstall (pip install -e .)")
+        pytest.skip("no C compiler: the C hooks cannot be built on this machine")
+    yield request.param
+    fastcount.load.cache_clear()
 
 
 class Recorder:
@@ -88,7 +104,7 @@ def no_cache(record: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("gpu", ["r9-nano", "mi100"])  # the calibration GPUs
-def test_firmware_counts_equal_the_slow_computation(elf_path, gpu):
+def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
     image, gst = elf.load(elf_path), tables.load(gpu)
     kernels = [load_kernel(EXAMPLES_DIR / f"{k}.json") for k in ("matrix-matrix", "matrix-vector", "dot-product")]
     records = [r for k in kernels for r in (k.record(), k.record(), no_cache(k.record()))]  # cold, cached, uncached
@@ -99,6 +115,7 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu):
     for profile in PROFILES:
         prof = timing.load_profile(profile)
         fast, dev = soc.Soc(image, gst, profile=profile), Device(gst, elf_path, profile=profile)
+        assert (fast._fast is not None) == (hooks == "C hooks")
         runs = [(fast.boot(), dev.boot_cost)] + [(fast.launch(r), dev.launch(r)) for r in records]
         for i, ((fast_step, dev_run), (slow_step, events)) in enumerate(zip(runs, steps)):
             expected = slow_count(events, prof, i == 0)
@@ -109,6 +126,10 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu):
             if i:
                 assert (dev_run.status, dev_run.lds, dev_run.cache_hit) == (
                     slow_step.answer.status, slow_step.answer.config, slow_step.answer.cache_hit)
+    counted = soc.Soc(image, gst)  # instruction counts only
+    assert counted.boot().instructions == slow_count(steps[0][1], prof, True)[0]
+    for r, (_, events) in zip(records, steps[1:]):
+        assert counted.launch(r).instructions == slow_count(events, prof, False)[0]
     for r, (slow_step, _) in zip(records, steps[1:]):  # the uncounted mode answers alike
         assert uncounted.launch(r).answer == slow_step.answer
 
@@ -156,7 +177,7 @@ wfi
 """
 
 
-def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as):
+def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as, hooks):
     image, gst = elf.load(gnu_as(".globl _start\n_start:\n" + EXERCISE)), tables.load("r9-nano")
     slow = Recorder(image, gst)
     steps = [slow.step(slow.soc.run), slow.step(slow.soc.run)]
@@ -165,6 +186,7 @@ def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as):
         prof = timing.load_profile(profile)
         for trace in (False, True):
             fast = soc.Soc(image, gst, profile=profile, trace=trace)
+            assert (fast._fast is not None) == (hooks == "C hooks" and not trace)
             for i, (_, events) in enumerate(steps):
                 step = fast.run()
                 assert (step.instructions, step.cycles) == slow_count(events, prof, i == 0), (profile, trace, i)

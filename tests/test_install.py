@@ -104,3 +104,10 @@ def test_firmware_override_and_its_error(installed, tmp_path):
 def test_an_unknown_example_is_named(installed):
     r = run(installed, "quco-emu", "examples", "matrix")
     assert r.returncode == 2 and "no bundled example 'matrix'" in r.stderr and "matrix-matrix" in r.stderr
+
+
+def test_the_wheel_carries_the_c_counting_hooks(installed):
+    # setup.py builds emulator/_fastcount.c into the wheel; the installed Soc loads it from there
+    r = run(installed, "python", "-c", "from quco.emulator import fastcount; lib = fastcount.load(); print(lib._name)")
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()).is_relative_to(installed[0].parent)
