@@ -172,7 +172,7 @@ class DebugSoc(Soc):
             if kind == "watch":
                 return Stop("watch", pc, watch=what)
             return Stop(kind, pc, hardware=kind == "breakpoint" and self.breakpoints.get(pc, False))
-        if pc not in self._wfi_exits():  # Unicorn stopped for no reason of ours
+        if pc not in self._wfi_pcs:  # Unicorn stopped for no reason of ours
             fault = faults.BudgetExceeded("stopped outside wfi", pc, self.image.symbolize(pc), "", None)
             self.in_step = False
             return Stop("fault", pc, SIGXCPU, fault=fault)

@@ -234,31 +234,30 @@ class Hooks:
         if self.timer is None:
             self.instructions = sum(map(self._packed_insns.__getitem__, path))
             return
-        edge, cycles, insns, new = self._edge, 0, 0, self._new_edge
-        if not self._div_events:
-            for key in path:
-                e = edge[_SUCC].get(key)
-                if e is None:
-                    e = new(edge, key >> 32, key & 0xFFFF_FFFF)
-                edge = e
-                cycles += e[_CYCLES]
-                insns += e[_INSNS]
-        else:
-            lats_at = {}
-            for i, lat in self._div_events:
-                lats_at[i] = lats_at.get(i, ()) + (lat,)
-            for i, key in enumerate(path):
-                e = edge[_SUCC].get(key)
-                if e is None:
-                    e = new(edge, key >> 32, key & 0xFFFF_FFFF)
-                if i in lats_at:
-                    e = self._variant(e, lats_at[i])
-                edge = e
-                cycles += e[_CYCLES]
-                insns += e[_INSNS]
+        lats_at = {}  # block index -> the latencies of its divides, in order
+        for i, lat in self._div_events:
+            lats_at[i] = lats_at.get(i, ()) + (lat,)
+        edge, cycles, insns, start = self._edge, 0, 0, 0
+        for i in sorted(lats_at):  # the blocks up to each divide's, then that one as its variant
+            edge, c, n = self._walk(edge, path[start:i + 1])
+            v = self._variant(edge, lats_at[i])
+            edge, cycles, insns, start = v, cycles + c + v[_CYCLES] - edge[_CYCLES], insns + n, i + 1
+        edge, c, n = self._walk(edge, path[start:])
         self._edge = edge
-        self.cycles += cycles + splits * self.split_penalty
-        self.instructions = insns
+        self.cycles += cycles + c + splits * self.split_penalty
+        self.instructions = insns + n
+
+    def _walk(self, edge, keys) -> tuple:
+        """(last edge, cycles, instructions) of blocks `keys` (address << 32 | size) after `edge`."""
+        cycles = insns = 0
+        for key in keys:  # the hot loop of the C hooks' path
+            e = edge[_SUCC].get(key)
+            if e is None:
+                e = self._new_edge(edge, key >> 32, key & 0xFFFF_FFFF)
+            edge = e
+            cycles += e[_CYCLES]
+            insns += e[_INSNS]
+        return edge, cycles, insns
 
     def _on_data_access(self, _handle, _access, address, size, _value, _key):
         """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,

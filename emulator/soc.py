@@ -105,6 +105,7 @@ class Soc(Hooks):
         if count_memory:
             self._install_access_counting()
         self.pc = image.entry
+        self._wfi_pcs = self._wfi_exits()
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.woken = 0  # steps run so far: the first one starts at reset
         self.prev = None  # DebugSoc: the previous block's node
@@ -127,7 +128,6 @@ class Soc(Hooks):
         try:
             if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
-                limit = f"{self.budget} instructions"
             else:
                 self._timed_out = False
                 self._deadline = time.monotonic() + self.wall_budget
@@ -135,12 +135,13 @@ class Soc(Hooks):
                     self.uc.emu_start(self.pc, STOP_ADDRESS)
                 finally:
                     self._deadline = None
-                limit = f"{self.wall_budget:g} s (uncounted mode)"
             pc = self._read_pc()
             self.minmax.settle(pc)
             if self._fast is not None:
                 self._price_path()
-            if not self._fault and (self._timed_out or pc not in self._wfi_exits()):
+            if not self._fault and (self._timed_out or pc not in self._wfi_pcs):
+                limit = (f"{self.budget} instructions" if self.counting
+                         else f"{self.wall_budget:g} s (uncounted mode)")
                 self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:
             self._raise_fault(self._fault_from(e))
@@ -179,13 +180,10 @@ class Soc(Hooks):
         _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, self._pc_ref)
         return self._pc_buf.value
 
-    def _wfi_exits(self) -> set:
+    def _wfi_exits(self) -> frozenset:
         """PCs just after a wfi in the firmware image: where a clean step stops."""
-        if not hasattr(self, "_wfi_pcs"):
-            self._wfi_pcs = {addr + off + 4 for addr, data in self.image.segments
-                             for off in range(0, len(data) - 3, 4)
-                             if int.from_bytes(data[off:off + 4], "little") == isa.WFI}
-        return self._wfi_pcs
+        return frozenset(addr + off + 4 for addr, data in self.image.segments for off in range(0, len(data) - 3, 4)
+                         if int.from_bytes(data[off:off + 4], "little") == isa.WFI)
 
     # ---------------------------------------------------------------- the unit's protocol
     def boot(self) -> Step:

@@ -219,7 +219,8 @@ class Timer:
     def __init__(self, profile: Profile, fetch):
         self.p, self.fetch = profile, fetch  # fetch(address, size) -> bytes
         self.blocks: dict[tuple[int, int], BlockTiming] = {}
-        self.pairs: dict[tuple[int, int, int, int], int] = {}
+        self.pairs: dict[tuple, int] = {}
+        self._divides: dict[tuple[int, int], int] = {}
 
     def _schedule(self, insns, ready0: dict, fpu0: int, steps: list | None = None, lat: tuple = ()):
         """Cycles of insns from state (ready0, fpu0); `steps` receives the time after each;
@@ -265,7 +266,10 @@ class Timer:
 
     def divides(self, address: int, size: int) -> int:
         """How many div/divu/rem/remu the block has."""
-        return sum(ins.cls == "div" for ins in self.block(address, size).insns)
+        n = self._divides.get((address, size))
+        if n is None:
+            n = self._divides[(address, size)] = sum(ins.cls == "div" for ins in self.block(address, size).insns)
+        return n
 
     def cost(self, prev: tuple | None, address: int, size: int, lat: tuple = ()) -> int:
         """Cycles of block (address, size) (with divide latencies `lat`) when it follows
