@@ -24,6 +24,9 @@ from unicorn import UC_HOOK_BLOCK, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UcError
 from unicorn.unicorn_py3 import unicorn as _binding
 
 NEW_BLOCK = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint32)
+# The path holds every block of a step: at most budget + 2 (a block retires at least one
+# instruction; Unicorn's limit ends the step). 2^22 entries, 32 MiB, only touched as used.
+PATH_MAX = 1 << 22
 
 
 class CounterStruct(ctypes.Structure):

@@ -80,7 +80,8 @@ class Hooks:
         if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
             watchdog.watch(self)
             return
-        lib = None if self.tracing else fastcount.load()
+        # (a budget past PATH_MAX blocks would need a path too large to keep: Python hooks then)
+        lib = None if self.tracing or self.budget + 2 > fastcount.PATH_MAX else fastcount.load()
         if lib is not None:  # the C hooks: the path of blocks and the split accesses
             self._fast = fastcount.Counter(lib, self.uc, abi.ROM.base, abi.ROM.size, self.budget + 2,
                                            self._on_new_block, bool(self.split_penalty))
