@@ -98,6 +98,20 @@ def slow_count(events, profile: timing.Profile, first_step: bool) -> tuple[int, 
     return sum(len(b[1]) for b in blocks), cycles
 
 
+def slow_decode(lds: bytes) -> list[dict]:
+    """The queues of a configuration, field by field through the ABI's names."""
+    n = abi.LDS_HEADER.unpack(lds)["num_queues"]
+    out = []
+    for i in range(n):
+        d = abi.QUEUE_DESC.unpack(lds, abi.LDS_HEADER.size + i * abi.QUEUE_DESC.size)
+        a = abi.ATT_DESC.unpack(lds, abi.LDS_HEADER.size + n * abi.QUEUE_DESC.size + i * abi.ATT_DESC.size)
+        out.append(dict(index=i, type="stationary" if d["type"] == abi.QUEUE_STATIONARY else "streaming",
+                        elem_size=d["elem_size"], length=a["global_length"], tile=a["box_elems"], slots=d["slots"],
+                        offset=d["offset"], slot_bytes=d["slot_bytes"], barrier_base=d["barrier_base"],
+                        barrier_count=d["barrier_count"]))
+    return out
+
+
 def no_cache(record: bytes) -> bytes:
     at = abi.LAUNCH_HEADER.offset("flags")
     return record[:at] + abi.FLAG_NO_CACHE.to_bytes(4, "little") + record[at + 4:]
@@ -126,6 +140,7 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
             if i:
                 assert (dev_run.status, dev_run.lds, dev_run.cache_hit) == (
                     slow_step.answer.status, slow_step.answer.config, slow_step.answer.cache_hit)
+                assert [vars(q) for q in dev_run.queues] == slow_decode(dev_run.lds)
     counted = soc.Soc(image, gst)  # instruction counts only
     assert counted.boot().instructions == slow_count(steps[0][1], prof, True)[0]
     for r, (_, events) in zip(records, steps[1:]):
