@@ -13,7 +13,8 @@ raises FirmwareMisbehaved, so nothing downstream (tables, JSON, the model compar
 counts no real configuration can have.
 
 This runs after every launch, so it is written for speed: each layout is a precompiled
-struct (quco.gst.abi), read as one tuple, and only the queues are looped over.
+struct (quco.gst.abi) read as one tuple, only the queues are looped over, and a Soc
+remembers the configurations it has checked (check_config).
 """
 from __future__ import annotations
 
@@ -28,10 +29,8 @@ RECORD = abi.MAILBOX.base + abi.MAILBOX_RECORD
 CONFIG_MAX = abi.config_bytes(abi.MAX_QUEUES)  # the most a configuration can write
 _DOORBELL_RUNG = (1).to_bytes(4, "little")
 
-# field positions in the tuples the compiled layouts unpack to
-_MB = {n: i for i, n in enumerate(abi.MAILBOX_LAYOUT.names)}
-_MB_DOORBELL, _MB_STATUS, _MB_DETAIL, _MB_GENERATION, _MB_CACHE_HIT, _MB_BOOT = (
-    _MB[n] for n in ("doorbell", "status", "detail", "generation", "cache_hit", "boot_status"))
+# the answers unpack the mailbox straight into names, in this order
+assert abi.MAILBOX_LAYOUT.names == ("doorbell", "status", "detail", "generation", "cache_hit", "boot_status")
 _R_LDS, _R_QUEUES = (abi.LAUNCH_HEADER.names.index(n) for n in ("lds_bytes", "num_queues"))
 _QUEUE_DESC = abi.QUEUE_DESC.codec.iter_unpack
 _META = [abi.meta_bytes(n) for n in range(abi.MAX_QUEUES + 1)]      # by queue count
@@ -77,11 +76,11 @@ def _status(value: int, allowed: frozenset, step: str, word: str) -> Status:
 
 def boot_answer(bus) -> Answer:
     """The boot step's answer: the GST check's status and detail."""
-    mb = _mailbox(bus)
-    status = _status(mb[_MB_BOOT], _BOOT_STATUSES, "boot", "boot_status")
-    if mb[_MB_GENERATION] != 0:
-        raise FirmwareMisbehaved("boot", f"mailbox generation {mb[_MB_GENERATION]} before any launch (expected 0)")
-    return Answer(status, mb[_MB_DETAIL])
+    _, _, detail, generation, _, boot_status = _mailbox(bus)
+    status = _status(boot_status, _BOOT_STATUSES, "boot", "boot_status")
+    if generation != 0:
+        raise FirmwareMisbehaved("boot", f"mailbox generation {generation} before any launch (expected 0)")
+    return Answer(status, detail)
 
 
 def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str = "launch",
