@@ -39,7 +39,7 @@ def _protection(perms: str) -> int:
                if letter in perms)
 
 
-@dataclass
+@dataclass(slots=True)  # slots: made at every step, a little cheaper
 class Step:
     """One boot or launch: what the core retired until it slept again.
 
@@ -116,10 +116,13 @@ class Soc(Hooks):
     def _begin_step(self):
         self._fault = None
         self.instructions = self.blocks = self.misaligned = 0
-        self.prev, self._edge, self._div_block, self._div_events = None, self._start_edge, -1, []
+        self.prev, self._edge, self._div_block = None, self._start_edge, -1
+        if self._div_events:
+            self._div_events = []
         if self._fast is not None:
             self._fast.take()  # an empty path (a step that faulted leaves one)
-        self.reads, self.writes, self.trace = {}, {}, []
+        if self.count_memory or self.tracing:
+            self.reads, self.writes, self.trace = {}, {}, []
         self.cycles = self._wake_cycles()
 
     def run(self) -> Step:
