@@ -141,6 +141,10 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
                 assert (dev_run.status, dev_run.lds, dev_run.cache_hit) == (
                     slow_step.answer.status, slow_step.answer.config, slow_step.answer.cache_hit)
                 assert [vars(q) for q in dev_run.queues] == slow_decode(dev_run.lds)
+    metered = soc.Soc(image, gst, profile="cv32e40p", count_memory=True)  # with the access-counting hooks too
+    prof = timing.load_profile("cv32e40p")
+    assert (metered.boot().cycles, metered.launch(records[0]).cycles) == (
+        slow_count(steps[0][1], prof, True)[1], slow_count(steps[1][1], prof, False)[1])
     counted = soc.Soc(image, gst)  # instruction counts only
     assert counted.boot().instructions == slow_count(steps[0][1], prof, True)[0]
     for r, (_, events) in zip(records, steps[1:]):
