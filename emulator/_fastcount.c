@@ -24,6 +24,14 @@ typedef struct {
     uint32_t splits;           /* split loads and stores this step */
 } quco_counter;
 
+/* Layout version: bump it with any change to quco_counter (fastcount.py checks it). */
+#define QUCO_FASTCOUNT_VERSION 1u
+
+unsigned quco_fastcount_abi(void)
+{
+    return (unsigned)sizeof(quco_counter) << 8 | QUCO_FASTCOUNT_VERSION;
+}
+
 void quco_on_block(void *uc, uint64_t address, uint32_t size, void *user)
 {
     quco_counter *c = (quco_counter *)user;

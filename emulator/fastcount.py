@@ -37,9 +37,13 @@ class CounterStruct(ctypes.Structure):
                 ("capacity", ctypes.c_uint32), ("overflow", ctypes.c_uint32), ("splits", ctypes.c_uint32)]
 
 
+VERSION = 1  # QUCO_FASTCOUNT_VERSION of _fastcount.c
+
+
 @functools.lru_cache(maxsize=1)
 def load():
-    """The C hooks' library, or None (not built, or QUCO_PYTHON_HOOKS=1)."""
+    """The C hooks' library, or None (not built, built from another version of the C file,
+    or QUCO_PYTHON_HOOKS=1)."""
     if os.environ.get("QUCO_PYTHON_HOOKS") == "1":
         return None
     here = Path(__file__).resolve().parent
@@ -47,9 +51,12 @@ def load():
         path = here / f"_fastcount{suffix}"
         if path.exists():
             try:
-                return ctypes.CDLL(str(path))
-            except OSError:
+                lib = ctypes.CDLL(str(path))
+                lib.quco_fastcount_abi.restype = ctypes.c_uint
+                same = lib.quco_fastcount_abi() == ctypes.sizeof(CounterStruct) << 8 | VERSION
+            except (OSError, AttributeError):  # not loadable, or older than the version check
                 return None
+            return lib if same else None
     return None
 
 

@@ -211,3 +211,17 @@ def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as, hooks):
                 assert (step.instructions, step.cycles) == slow_count(events, prof, i == 0), (profile, trace, i)
                 if trace:
                     assert sum(c for *_, c in step.trace) == step.cycles
+
+
+def test_a_library_of_another_layout_is_not_used(monkeypatch):
+    # a .so built from another version of _fastcount.c would read the counter struct wrong:
+    # the loader compares the library's layout word with its own and falls back instead
+    fastcount.load.cache_clear()
+    try:
+        if fastcount.load() is None:
+            pytest.skip("the C hooks are not built here")
+        fastcount.load.cache_clear()
+        monkeypatch.setattr(fastcount, "VERSION", fastcount.VERSION + 1)
+        assert fastcount.load() is None
+    finally:
+        fastcount.load.cache_clear()
