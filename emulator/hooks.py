@@ -18,9 +18,9 @@ address << 32 | translated size, to its edge. Each pair of blocks is scheduled o
 (Timer.cost); after that an executed block costs one dictionary lookup and two additions.
 
 When the C hooks are built (emulator/fastcount.py) the counting modes other than tracing
-use them: they record the step's path of blocks and count split accesses, and
-`_price_path` walks the same graph after the step; divides are still seen by a Python code
-hook on their addresses, which notes the block index and latency for the walk.
+use them: the C block hook walks the same graph, each edge numbered (`_edge_ids`), through a
+table Python fills the first time a pair occurs (`_on_new_pair`); divides are still seen by
+a Python code hook on their addresses, which moves the walk to the block's variant.
 """
 from __future__ import annotations
 
@@ -80,11 +80,11 @@ class Hooks:
         if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
             watchdog.watch(self)
             return
-        # (a budget past PATH_MAX blocks would need a path too large to keep: Python hooks then)
-        lib = None if self.tracing or self.budget + 2 > fastcount.PATH_MAX else fastcount.load()
-        if lib is not None:  # the C hooks: the path of blocks and the split accesses
-            self._fast = fastcount.Counter(lib, self.uc, abi.ROM.base, abi.ROM.size, self.budget + 2,
-                                           self._on_new_block, bool(self.split_penalty))
+        lib = None if self.tracing else fastcount.load()
+        if lib is not None:  # the C hooks: the walk of the edge graph and the split accesses
+            self._fast = fastcount.Counter(lib, self.uc, self._on_new_pair, bool(self.split_penalty))
+            self._edges, self._edge_ids = [], {}
+            self._edge_id(self._start_edge)  # edge 0: a step's start
         elif self.tracing:
             self._add_block_hook(self._on_block_traced)
         elif self.timer is not None:
@@ -157,7 +157,8 @@ class Hooks:
         remembered among that block's successors."""
         real = self._retired(address, size)
         prev, node = edge[_NODE], (address, real)
-        e = (self.timer.cost(prev, address, real), real >> 2, self._succ.setdefault(node, {}), prev, node)
+        cycles = self.timer.cost(prev, address, real) if self.timer else 0  # the C hooks count without one too
+        e = (cycles, real >> 2, self._succ.setdefault(node, {}), prev, node)
         edge[_SUCC][address << 32 | size] = e
         return e
 
@@ -193,20 +194,24 @@ class Hooks:
         word = self._divs[address]
         divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
         lat = timing.div_cycles(self.timer.p.issue["div"], word, divisor)
-        if self._fast is not None:  # the C hooks: noted for _price_path against the block running
-            self._div_events.append((self._fast.c.used - 1, lat))
-            return
-        if self._div_block != self.blocks:  # the first divide of this block execution
-            self._div_block, self._div_lats = self.blocks, ()
+        fast = self._fast.c if self._fast is not None else None
+        blocks = fast.blocks if fast is not None else self.blocks
+        if self._div_block != blocks:  # the first divide of this block execution
+            self._div_block, self._div_lats = blocks, ()
         self._div_lats += (lat,)
-        e = self._edge
+        e = self._edges[fast.edge] if fast is not None else self._edge
         v = self._variant(e, self._div_lats)
-        if v is not e:
-            self._edge, delta = v, v[_CYCLES] - e[_CYCLES]
-            self.cycles += delta
-            if self.tracing:
-                a, s, c = self.trace[-1]
-                self.trace[-1] = (a, s, c + delta)
+        if v is e:
+            return
+        delta = v[_CYCLES] - e[_CYCLES]
+        if fast is not None:  # the C walk goes on from the variant
+            fast.edge, fast.cycles = self._edge_id(v), fast.cycles + delta
+            return
+        self._edge = v
+        self.cycles += delta
+        if self.tracing:
+            a, s, c = self.trace[-1]
+            self.trace[-1] = (a, s, c + delta)
 
     def _variant(self, e, lats: tuple) -> tuple:
         """Edge e with its block's divides at latencies `lats`, once they all ran (else e)."""
@@ -220,45 +225,30 @@ class Hooks:
                                                        self._succ.setdefault(variant, {}), e[_PREV], variant)
         return v
 
-    # ---------------------------------------------------------------- the C hooks' path
-    def _on_new_block(self, address, size):
-        """The C block hook meets a block it has not seen: check it before it runs."""
-        real = self._retired(address, size)
-        self._packed_insns[address << 32 | size] = real >> 2
-        if self._fault is None:
-            self._fast.mark_known(address, size)
+    # ---------------------------------------------------------------- the C hooks' walk
+    def _edge_id(self, e) -> int:
+        """The number of edge e in the C tables, entered the first time."""
+        i = self._edge_ids.get(id(e))  # edges live as long as the Soc (in _succ, _variants)
+        if i is None:
+            i = self._edge_ids[id(e)] = self._fast.new_edge(e[_CYCLES], e[_INSNS])
+            self._edges.append(e)
+        return i
 
-    def _price_path(self):
-        """The step's counts from the C hooks' path: the same edges as _on_block_timed."""
-        path, splits = self._fast.take()
-        self.blocks, self.misaligned = len(path), splits
-        if self.timer is None:
-            self.instructions = sum(map(self._packed_insns.__getitem__, path))
-            return
-        lats_at = {}  # block index -> the latencies of its divides, in order
-        for i, lat in self._div_events:
-            lats_at[i] = lats_at.get(i, ()) + (lat,)
-        edge, cycles, insns, start = self._edge, 0, 0, 0
-        for i in sorted(lats_at):  # the blocks up to each divide's, then that one as its variant
-            edge, c, n = self._walk(edge, path[start:i + 1])
-            v = self._variant(edge, lats_at[i])
-            edge, cycles, insns, start = v, cycles + c + v[_CYCLES] - edge[_CYCLES], insns + n, i + 1
-        edge, c, n = self._walk(edge, path[start:])
-        self._edge = edge
-        self.cycles += cycles + c + splits * self.split_penalty
-        self.instructions = insns + n
+    def _on_new_pair(self, edge_id, address, size) -> int:
+        """The C block hook meets a pair of blocks not in its table: the edge (made, and its
+        block checked, the first time the pair occurs), entered in the table."""
+        edge, key = self._edges[edge_id], address << 32 | size
+        e = edge[_SUCC].get(key)
+        if e is None:
+            e = self._new_edge(edge, address, size)
+        nxt = self._edge_id(e)
+        self._fast.new_pair(edge_id, key, nxt)
+        return nxt
 
-    def _walk(self, edge, keys) -> tuple:
-        """(last edge, cycles, instructions) of blocks `keys` (address << 32 | size) after `edge`."""
-        cycles = insns = 0
-        for key in keys:  # the hot loop of the C hooks' path
-            e = edge[_SUCC].get(key)
-            if e is None:
-                e = self._new_edge(edge, key >> 32, key & 0xFFFF_FFFF)
-            edge = e
-            cycles += e[_CYCLES]
-            insns += e[_INSNS]
-        return edge, cycles, insns
+    def _take_counts(self):
+        """The step's counts from the C hooks."""
+        cycles, self.instructions, self.blocks, self.misaligned = self._fast.take()
+        self.cycles += cycles + self.misaligned * self.split_penalty
 
     def _on_data_access(self, _handle, _access, address, size, _value, _key):
         """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,

@@ -97,7 +97,7 @@ class Soc(Hooks):
         self._raw_hooks, self._blocks = [], {}
         self._succ, self._variants = {None: {}}, {}  # the timed edge graph (emulator/hooks.py)
         self._start_edge = (0, 0, self._succ[None], None, None)  # before a step's first block
-        self._fast, self._div_events, self._packed_insns = None, [], {}  # the C hooks (emulator/fastcount.py)
+        self._fast = None  # the C hooks (emulator/fastcount.py), when built
         self._edge, self._div_block, self._div_lats = self._start_edge, -1, ()
         self._divs = self._div_sites() if timer is not None and timer.p.div_by_divisor else {}
         self.split_penalty = timer.p.split_access if timer is not None else 0
@@ -117,10 +117,8 @@ class Soc(Hooks):
         self._fault = None
         self.instructions = self.blocks = self.misaligned = 0
         self.prev, self._edge, self._div_block = None, self._start_edge, -1
-        if self._div_events:
-            self._div_events = []
         if self._fast is not None:
-            self._fast.take()  # an empty path (a step that faulted leaves one)
+            self._fast.take()  # from edge 0 (a step that faulted left its counts)
         if self.count_memory or self.tracing:
             self.reads, self.writes, self.trace = {}, {}, []
         self.cycles = self._wake_cycles()
@@ -141,7 +139,7 @@ class Soc(Hooks):
             pc = self._read_pc()
             self.minmax.settle(pc)
             if self._fast is not None:
-                self._price_path()
+                self._take_counts()
             if not self._fault and (self._timed_out or pc not in self._wfi_pcs):
                 limit = (f"{self.budget} instructions" if self.counting
                          else f"{self.wall_budget:g} s (uncounted mode)")

@@ -225,3 +225,22 @@ def test_a_library_of_another_layout_is_not_used(monkeypatch):
         assert fastcount.load() is None
     finally:
         fastcount.load.cache_clear()
+
+
+def test_the_c_tables_grow_without_changing_a_count(elf_path, monkeypatch):
+    # tables that start at 2 edges and 4 slots grow many times during a boot and launches
+    fastcount.load.cache_clear()
+    if fastcount.load() is None:
+        pytest.skip("the C hooks are not built here")
+    image, gst = elf.load(elf_path), tables.load("r9-nano")
+    records = [load_kernel(EXAMPLES_DIR / f"{k}.json").record() for k in ("matrix-matrix", "dot-product")]
+
+    def counts():
+        s = soc.Soc(image, gst, profile="cv32e40p")
+        steps = [s.boot()] + [s.launch(r) for r in records * 2]
+        return [(st.instructions, st.cycles, st.blocks) for st in steps], s._fast
+    normal, _ = counts()
+    monkeypatch.setattr(fastcount, "FIRST_EDGES", 2)
+    monkeypatch.setattr(fastcount, "FIRST_SLOTS", 4)
+    small, counter = counts()
+    assert small == normal and counter.edges > 64 and counter.c.mask + 1 >= 2 * len(counter.pairs)
