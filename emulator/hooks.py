@@ -8,8 +8,9 @@ plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they u
 
     uc, image, lds_bytes, budget, timer, counting, tracing, split_penalty, _read_pc()
     per step:   instructions, blocks, cycles, misaligned, trace, reads, writes, _fault,
-                _edge (how the step reached the current block), _div_lats
-    caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks
+                _edge (how the step reached the current block), _div_block, _div_lats
+    caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks,
+                and with the C hooks _fast (fastcount.Counter), _edges, _edge_ids
 
 Timed counting walks a graph of edges: `_edge` is a tuple (cycles, instructions, successors,
 previous node, node) for the block running now, a node being (address, retired size) or
