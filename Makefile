@@ -38,7 +38,7 @@ gdb:
 venv: $(VENV)/.installed
 # PYTHONWARNINGS: setuptools' note that an editable install's finder may prefer a folder named
 # like the package in the working directory; there is no quco/ folder, so it says nothing here
-$(VENV)/.installed: pyproject.toml setup.py
+$(VENV)/.installed: pyproject.toml setup.py emulator/_fastcount.c
 	@command -v $(PYTHON) >/dev/null && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends python3-venv; }
 	$(PYTHON) -m venv $(VENV)

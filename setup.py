@@ -1,4 +1,5 @@
-"""What pyproject.toml cannot declare: the package map and the firmware image in the wheel.
+"""What pyproject.toml cannot declare: the package map, the firmware image in the wheel and
+the emulator's counting hooks in C.
 
 `quco` is an implicit namespace package: `quco.X` is the top-level folder `X/`, so
 `quco.emulator.soc` is emulator/soc.py. A new package is one more name in PACKAGES.
@@ -7,7 +8,7 @@ import os
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 PACKAGES = ("emulator", "examples", "firmware", "gst", "host", "paper", "perfmodel", "workloads")
@@ -39,8 +40,15 @@ class BuildPyWithFirmware(build_py):
         subprocess.run(["make", "--no-print-directory", "-s", *old, ELF], check=True)
 
 
+# emulator/_fastcount.c: Unicorn hooks in C that the Soc loads with ctypes (plain C, no Python
+# API; emulator/fastcount.py says why). Optional: without a C compiler the install goes on and
+# the Soc counts with its Python hooks, the same counts, slower.
+FASTCOUNT = Extension("quco.emulator._fastcount", ["emulator/_fastcount.c"], optional=True,
+                      extra_compile_args=["-O2"])
+
 setup(
     packages=[f"quco.{name}" for name in PACKAGES],
     package_dir={f"quco.{name}": name for name in PACKAGES},
     cmdclass={"build_py": BuildPyWithFirmware},
+    ext_modules=[FASTCOUNT],
 )

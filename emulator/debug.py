@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UcError
-from unicorn.riscv_const import UC_RISCV_REG_PC
+from unicorn.riscv_const import UC_RISCV_REG_PC, UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
 from quco.emulator import faults, timing
@@ -68,6 +68,7 @@ class DebugSoc(Soc):
         self.breakpoints: dict[int, bool] = {}            # address -> hardware
         self.watchpoints: list[tuple[int, int, int]] = []  # (address, length, Z kind)
         self._cur = None       # (start, retired end, translated end, cycles per instruction)
+        self._cur_prev, self._cur_lats = None, ()  # its previous block, its divide latencies so far
         self._checked = {}     # (address, size) -> (retired bytes, first bad instruction)
         self._illegal = {}     # address -> what (an instruction outside RV32IMF)
         self._resumed = self._first = self._stepping = False
@@ -94,9 +95,21 @@ class DebugSoc(Soc):
             self._illegal[bad[0]] = bad[1]
             real = bad[0] - address
         split = self.timer.split(self.prev, address, real) if real else []
+        self._cur_prev, self._cur_lats = self.prev, ()
         self.prev = (address, real)
         self._cur = (address, address + real, address + size, split)
         self.blocks += 1
+
+    def _debug_div(self, address):
+        """A divide is about to run: the rest of the block is split again with its latency
+        from the divisor (the instructions before it cost the same: the core is in order)."""
+        word, (start, end, translated, _) = self._divs[address], self._cur
+        divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
+        self._cur_lats += (timing.div_cycles(self.timer.p.issue["div"], word, divisor),)
+        split = self.timer.split(self._cur_prev, start, end - start, self._cur_lats)
+        self._cur = (start, end, translated, split)
+        if len(self._cur_lats) == self.timer.divides(start, end - start):
+            self.prev = (start, end - start, self._cur_lats)
 
     def _on_insn(self, _handle, address, _size, _key):
         if self._first:  # where the debugger resumed: runs whatever would stop here
@@ -116,6 +129,8 @@ class DebugSoc(Soc):
         if self._fault is not None:
             self.uc.emu_stop()
             return
+        if address in self._divs:
+            self._debug_div(address)
         cur = self._cur
         self.cycles += cur[3][(address - cur[0]) >> 2]
         self.instructions += 1
@@ -157,7 +172,7 @@ class DebugSoc(Soc):
             if kind == "watch":
                 return Stop("watch", pc, watch=what)
             return Stop(kind, pc, hardware=kind == "breakpoint" and self.breakpoints.get(pc, False))
-        if pc not in self._wfi_exits():  # Unicorn stopped for no reason of ours
+        if pc not in self._wfi_pcs:  # Unicorn stopped for no reason of ours
             fault = faults.BudgetExceeded("stopped outside wfi", pc, self.image.symbolize(pc), "", None)
             self.in_step = False
             return Stop("fault", pc, SIGXCPU, fault=fault)

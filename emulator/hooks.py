@@ -7,22 +7,37 @@ once per executed block and dominate emulation time, so they update the Soc's co
 plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they use of the Soc:
 
     uc, image, lds_bytes, budget, timer, counting, tracing, split_penalty, _read_pc()
-    per step:   instructions, blocks, cycles, misaligned, prev, trace, reads, writes, _fault
-    caches:     _blocks (address -> (size, retired bytes)), _pair_cycles, _raw_hooks
+    per step:   instructions, blocks, cycles, misaligned, trace, reads, writes, _fault,
+                _edge (how the step reached the current block), _div_block, _div_lats
+    caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks,
+                and with the C hooks _fast (fastcount.Counter), _edges, _edge_ids
+
+Timed counting walks a graph of edges: `_edge` is a tuple (cycles, instructions, successors,
+previous node, node) for the block running now, a node being (address, retired size) or
+(address, retired size, divide latencies), and `successors` maps the next block, as
+address << 32 | translated size, to its edge. Each pair of blocks is scheduled once
+(Timer.cost); after that an executed block costs one dictionary lookup and two additions.
+
+When the C hooks are built (emulator/fastcount.py) the counting modes other than tracing
+use them: the C block hook walks the same graph, each edge numbered (`_edge_ids`), through a
+table Python fills the first time a pair occurs (`_on_new_pair`); divides are still seen by
+a Python code hook on their addresses, which moves the walk to the block's variant.
 """
 from __future__ import annotations
 
-from unicorn import (UC_HOOK_BLOCK, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_FETCH_UNMAPPED,
+from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETCH_PROT, UC_HOOK_MEM_FETCH_UNMAPPED,
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE, UC_HOOK_MEM_WRITE_PROT,
                      UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE,
                      UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UcError)
+from unicorn.riscv_const import UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
-from quco.emulator import disasm, faults, isa
+from quco.emulator import disasm, fastcount, faults, isa, timing
 from quco.emulator.watchdog import watchdog
 from quco.gst import abi
 
 PAGE = 4096
+_CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(5)  # the fields of an edge (module docstring)
 EXECUTABLE = " and ".join(r.name for r in abi.REGIONS if "x" in r.perms)
 COUNTED_REGIONS = (abi.ROM, abi.DATA, abi.GST_REGION)  # count_memory: accesses per region
 TRAP_CAUSES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
@@ -66,18 +81,32 @@ class Hooks:
         if not self.counting:  # no per-block hook: no counts, and no instruction-set check either
             watchdog.watch(self)
             return
-        if self.tracing:
+        lib = None if self.tracing else fastcount.load()
+        if lib is not None:  # the C hooks: the walk of the edge graph and the split accesses
+            self._fast = fastcount.Counter(lib, self.uc, self._on_new_pair, bool(self.split_penalty))
+            self._edges, self._edge_ids = [], {}
+            self._edge_id(self._start_edge)  # edge 0: a step's start
+        elif self.tracing:
             self._add_block_hook(self._on_block_traced)
         elif self.timer is not None:
             self._add_block_hook(self._on_block_timed)
         else:
             self._add_block_hook(self._on_block)
-        if self.split_penalty:  # a profile that charges split accesses: check every access
+        if self.split_penalty and lib is None:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
+        if self.timer is not None and self.timer.p.div_by_divisor:  # a code hook on each divide only
+            for address in self._divs:
+                self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_div), address, address)
 
-    def _add_raw_hook(self, kind, fptr):
+    def _div_sites(self) -> dict:
+        """address -> word of every div/divu/rem/remu in the image (code runs from ROM only,
+        which the firmware cannot write)."""
+        return {base + off: w for base, data in self.image.segments for off in range(0, len(data) - 3, 4)
+                if timing.is_div(w := int.from_bytes(data[off:off + 4], "little"))}
+
+    def _add_raw_hook(self, kind, fptr, begin=1, end=0):
         self._raw_hooks.append(fptr)  # keep the C function pointer alive
-        self.uc._Uc__do_hook_add(kind, fptr, 1, 0)
+        self.uc._Uc__do_hook_add(kind, fptr, begin, end)
 
     def _add_block_hook(self, fn):
         """Register fn(handle, address, size, key) for every executed block.
@@ -124,28 +153,103 @@ class Hooks:
         self.instructions += real >> 2
         self.blocks += 1
 
-    def _block_cycles(self, address, size) -> int:
-        # hot path: one dictionary lookup keyed by (previous block, this block)
-        key = (self.prev, address, size)
-        c = self._pair_cycles.get(key)
-        if c is None:
-            c = self._pair_cycles[key] = self.timer.cost(self.prev, address, size)
-        self.prev = (address, size)
-        return c
+    def _new_edge(self, edge, address, size) -> tuple:
+        """The edge from `edge`'s block to block (address, size): checked, scheduled and
+        remembered among that block's successors."""
+        real = self._retired(address, size)
+        prev, node = edge[_NODE], (address, real)
+        cycles = self.timer.cost(prev, address, real) if self.timer else 0  # the C hooks count without one too
+        e = (cycles, real >> 2, self._succ.setdefault(node, {}), prev, node)
+        edge[_SUCC][address << 32 | size] = e
+        return e
 
     def _on_block_timed(self, _handle, address, size, _key):
-        size = self._retired(address, size)
-        self.cycles += self._block_cycles(address, size)
-        self.instructions += size >> 2
+        edge = self._edge
+        e = edge[_SUCC].get(address << 32 | size)  # the hot path
+        if e is None:
+            e = self._new_edge(edge, address, size)
+        self._edge = e
+        self.cycles += e[_CYCLES]
+        self.instructions += e[_INSNS]
         self.blocks += 1
 
     def _on_block_traced(self, _handle, address, size, _key):
-        size = self._retired(address, size)
-        c = self._block_cycles(address, size) if self.timer else size >> 2
+        if self.timer is None:
+            size = self._retired(address, size)
+            c = insns = size >> 2
+        else:
+            edge = self._edge
+            e = edge[_SUCC].get(address << 32 | size)
+            if e is None:
+                e = self._new_edge(edge, address, size)
+            self._edge, c, insns, size = e, e[_CYCLES], e[_INSNS], e[_NODE][1]
         self.cycles += c
         self.trace.append((address, size, c))
-        self.instructions += size >> 2
+        self.instructions += insns
         self.blocks += 1
+
+    def _on_div(self, _handle, address, _size, _key):
+        """A divide is about to run (a code hook on divides only): its latency from the
+        divisor. Once the block's last divide has run, the block is charged as the variant
+        with those latencies, and the next block follows that variant (its pending results)."""
+        word = self._divs[address]
+        divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
+        lat = timing.div_cycles(self.timer.p.issue["div"], word, divisor)
+        fast = self._fast.c if self._fast is not None else None
+        blocks = fast.blocks if fast is not None else self.blocks
+        if self._div_block != blocks:  # the first divide of this block execution
+            self._div_block, self._div_lats = blocks, ()
+        self._div_lats += (lat,)
+        e = self._edges[fast.edge] if fast is not None else self._edge
+        v = self._variant(e, self._div_lats)
+        if v is e:
+            return
+        delta = v[_CYCLES] - e[_CYCLES]
+        if fast is not None:  # the C walk goes on from the variant
+            fast.edge, fast.cycles = self._edge_id(v), fast.cycles + delta
+            return
+        self._edge = v
+        self.cycles += delta
+        if self.tracing:
+            a, s, c = self.trace[-1]
+            self.trace[-1] = (a, s, c + delta)
+
+    def _variant(self, e, lats: tuple) -> tuple:
+        """Edge e with its block's divides at latencies `lats`, once they all ran (else e)."""
+        node = e[_NODE]
+        if node is None or len(lats) < self.timer.divides(*node):
+            return e
+        variant = node + (lats,)
+        v = self._variants.get((e[_PREV], variant))
+        if v is None:
+            v = self._variants[(e[_PREV], variant)] = (self.timer.cost(e[_PREV], node[0], node[1], lats), e[_INSNS],
+                                                       self._succ.setdefault(variant, {}), e[_PREV], variant)
+        return v
+
+    # ---------------------------------------------------------------- the C hooks' walk
+    def _edge_id(self, e) -> int:
+        """The number of edge e in the C tables, entered the first time."""
+        i = self._edge_ids.get(id(e))  # edges live as long as the Soc (in _succ, _variants)
+        if i is None:
+            i = self._edge_ids[id(e)] = self._fast.new_edge(e[_CYCLES], e[_INSNS])
+            self._edges.append(e)
+        return i
+
+    def _on_new_pair(self, edge_id, address, size) -> int:
+        """The C block hook meets a pair of blocks not in its table: the edge (made, and its
+        block checked, the first time the pair occurs), entered in the table."""
+        edge, key = self._edges[edge_id], address << 32 | size
+        e = edge[_SUCC].get(key)
+        if e is None:
+            e = self._new_edge(edge, address, size)
+        nxt = self._edge_id(e)
+        self._fast.new_pair(edge_id, key, nxt)
+        return nxt
+
+    def _take_counts(self):
+        """The step's counts from the C hooks."""
+        cycles, self.instructions, self.blocks, self.misaligned = self._fast.take()
+        self.cycles += cycles + self.misaligned * self.split_penalty
 
     def _on_data_access(self, _handle, _access, address, size, _value, _key):
         """CV32E40P carries out a misaligned access as two bus transactions, one cycle each,

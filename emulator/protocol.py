@@ -11,10 +11,14 @@ does not acknowledge the doorbell, answers a status the ABI does not have, skips
 a generation, or leaves a configuration whose magic or counts are out of the ABI's limits
 raises FirmwareMisbehaved, so nothing downstream (tables, JSON, the model comparison) sees
 counts no real configuration can have.
+
+This runs after every launch, so it is written for speed: each layout is a precompiled
+struct (quco.gst.abi) read as one tuple, only the queues are looped over, and a Soc
+remembers the configurations it has checked (check_config).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from quco.emulator.faults import FirmwareMisbehaved
 from quco.gst import abi
@@ -23,10 +27,25 @@ from quco.gst.abi import Status
 DOORBELL = abi.MAILBOX.base + abi.MAILBOX_LAYOUT.offset("doorbell")
 RECORD = abi.MAILBOX.base + abi.MAILBOX_RECORD
 CONFIG_MAX = abi.config_bytes(abi.MAX_QUEUES)  # the most a configuration can write
+_DOORBELL_RUNG = (1).to_bytes(4, "little")
+
+# the answers unpack the mailbox straight into names, in this order
+assert abi.MAILBOX_LAYOUT.names == ("doorbell", "status", "detail", "generation", "cache_hit", "boot_status")
+_R_LDS, _R_QUEUES = (abi.LAUNCH_HEADER.names.index(n) for n in ("lds_bytes", "num_queues"))
+_QUEUE_DESC = abi.QUEUE_DESC.codec.iter_unpack
+_META = [abi.meta_bytes(n) for n in range(abi.MAX_QUEUES + 1)]      # by queue count
+_CONFIG = [abi.config_bytes(n) for n in range(abi.MAX_QUEUES + 1)]
+# check_config unpacks each descriptor straight into names, in this order
+assert abi.QUEUE_DESC.names == ("offset", "slot_bytes", "slots", "type", "elem_size", "barrier_base", "barrier_count")
+_OK_STATUSES = frozenset(int(s) for s in Status if s not in abi.BOOT_STATUSES or s == Status.OK)
+_BOOT_STATUSES = frozenset(int(s) for s in abi.BOOT_STATUSES)
+_AFTER_GENERATION = abi.LDS_HEADER.offset("generation") + 4  # the rest of a configuration: its identity
+assert abi.LDS_HEADER.names[:2] == ("magic", "generation")
+_STATUS = {int(s): s for s in Status}  # a dictionary lookup; Status(value) costs ten times more
+VERIFIED_MAX = 256  # configurations a Soc remembers as checked (check_config)
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):  # a NamedTuple: made once a launch, the cheapest immutable record
     """What the firmware answered to a boot or a launch, checked against the ABI."""
     status: Status
     detail: int
@@ -41,89 +60,103 @@ def ring(bus, record: bytes) -> None:
     if len(record) != abi.LAUNCH_SIZE:
         raise ValueError(f"launch record must be {abi.LAUNCH_SIZE} bytes, got {len(record)}")
     bus.write(RECORD, record)
-    bus.write(DOORBELL, (1).to_bytes(4, "little"))
+    bus.write(DOORBELL, _DOORBELL_RUNG)
 
 
-def _mailbox(bus) -> dict:
-    return abi.MAILBOX_LAYOUT.unpack(bus.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size))
+def _mailbox(bus) -> tuple:
+    return abi.MAILBOX_LAYOUT.codec.unpack(bus.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size))
 
 
-def _status(value: int, allowed, step: str, word: str) -> Status:
-    if value not in {int(s) for s in allowed}:
-        names = ", ".join(f"{int(s)} {s.name}" for s in allowed)
+def _status(value: int, allowed: frozenset, step: str, word: str) -> Status:
+    if value not in allowed:
+        names = ", ".join(f"{s} {Status(s).name}" for s in sorted(allowed))
         raise FirmwareMisbehaved(step, f"mailbox {word} {value} is not one the ABI allows here ({names})")
-    return Status(value)
+    return _STATUS[value]
 
 
 def boot_answer(bus) -> Answer:
     """The boot step's answer: the GST check's status and detail."""
-    mb = _mailbox(bus)
-    status = _status(mb["boot_status"], abi.BOOT_STATUSES, "boot", "boot_status")
-    if mb["generation"] != 0:
-        raise FirmwareMisbehaved("boot", f"mailbox generation {mb['generation']} before any launch (expected 0)")
-    return Answer(status, mb["detail"])
+    _, _, detail, generation, _, boot_status = _mailbox(bus)
+    status = _status(boot_status, _BOOT_STATUSES, "boot", "boot_status")
+    if generation != 0:
+        raise FirmwareMisbehaved("boot", f"mailbox generation {generation} before any launch (expected 0)")
+    return Answer(status, detail)
 
 
-def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str = "launch") -> Answer:
+def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str = "launch",
+                  verified: set | None = None) -> Answer:
     """A launch's answer, after the firmware slept again. `gst` is the unpacked GST the unit
     booted with, `boot` its boot answer, `generation` the mailbox generation before this
-    launch. Reads the mailbox once and, on status OK, the configuration once."""
-    mb = _mailbox(bus)
-    if mb["doorbell"] != 0:
-        raise FirmwareMisbehaved(step, f"the doorbell was not acknowledged (still {mb['doorbell']}; the firmware "
+    launch, `verified` the caller's memory of configurations already checked (check_config).
+    Reads the mailbox once and, on status OK, the configuration once."""
+    doorbell, status, detail, mb_generation, cache_hit, _ = _mailbox(bus)
+    if doorbell != 0:
+        raise FirmwareMisbehaved(step, f"the doorbell was not acknowledged (still {doorbell}; the firmware "
                                        "clears it when it takes a launch)")
-    if boot.status != Status.OK:  # every launch answers the boot's refusal
-        allowed = (boot.status,)
-    else:
-        allowed = tuple(s for s in Status if s not in abi.BOOT_STATUSES or s == Status.OK)
-    status = _status(mb["status"], allowed, step, "status")
+    # every launch answers the boot's refusal
+    status = _status(status, _OK_STATUSES if boot.status == Status.OK else frozenset((int(boot.status),)),
+                     step, "status")
     ok = status == Status.OK
-    if mb["cache_hit"] not in ((0, 1) if ok else (0,)):
-        raise FirmwareMisbehaved(step, f"mailbox cache_hit {mb['cache_hit']} with status {status.name} "
+    if not (cache_hit == 0 or (ok and cache_hit == 1)):  # a refusal reuses nothing
+        raise FirmwareMisbehaved(step, f"mailbox cache_hit {cache_hit} with status {status.name} "
                                        f"(expected {'0 or 1' if ok else '0'})")
     expected = generation + ok  # one step per configuration, none for a refusal
-    if mb["generation"] != expected:
-        raise FirmwareMisbehaved(step, f"mailbox generation {mb['generation']} after {generation} with status "
+    if mb_generation != expected:
+        raise FirmwareMisbehaved(step, f"mailbox generation {mb_generation} after {generation} with status "
                                        f"{status.name} (expected {expected})")
-    config = b""
-    if ok:
-        config = check_config(bus.read(abi.LDS.base, CONFIG_MAX), record, gst, expected, step)
-    return Answer(status, mb["detail"], mb["generation"], bool(mb["cache_hit"]), config)
+    if not ok:
+        return Answer(status, detail, mb_generation)
+    config = check_config(bus.read(abi.LDS.base, CONFIG_MAX), record, gst, expected, step, verified)
+    return Answer(status, detail, mb_generation, cache_hit == 1, config)
 
 
-def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: str = "launch") -> bytes:
+def check_config(lds: bytes, record: bytes, gst: dict, generation: int, step: str = "launch",
+                 verified: set | None = None) -> bytes:
     """The configuration at the start of `lds`, trimmed to its size, once its header and
-    descriptors are within the ABI's limits for this record and GST."""
+    descriptors are within the ABI's limits for this record and GST.
+
+    `verified` (one set per GST: a Soc's) remembers (record, configuration after the
+    generation word) pairs that passed: every rule but the magic and the generation reads
+    only those bytes and the GST, so the same pair passes again; a relaunch then costs two
+    comparisons and a set lookup instead of the per-queue rules."""
     def bad(what):
         raise FirmwareMisbehaved(step, f"status OK but the LDS configuration has {what}")
 
-    h = abi.LDS_HEADER.unpack(lds)
-    if h["magic"] != abi.LDS_MAGIC:
-        bad(f"magic 0x{h['magic']:08x}, not QCFG (0x{abi.LDS_MAGIC:08x})")
-    if h["generation"] != generation:
-        bad(f"generation {h['generation']}, not the mailbox's {generation}")
-    n, asked = h["num_queues"], abi.LAUNCH_HEADER.unpack(record)["num_queues"]
+    magic, lds_generation, n, t, meta_bytes, used, barriers, _ = abi.LDS_HEADER.codec.unpack_from(lds)
+    if magic != abi.LDS_MAGIC:
+        bad(f"magic 0x{magic:08x}, not QCFG (0x{abi.LDS_MAGIC:08x})")
+    if lds_generation != generation:
+        bad(f"generation {lds_generation}, not the mailbox's {generation}")
+    if verified is not None and 1 <= n <= abi.MAX_QUEUES:
+        key = (record, lds[_AFTER_GENERATION:_CONFIG[n]])
+        if key in verified:
+            return lds[:_CONFIG[n]]
+    header = abi.LAUNCH_HEADER.codec.unpack_from(record)
+    record_lds, asked = header[_R_LDS], header[_R_QUEUES]
     if n != asked or not 1 <= n <= abi.MAX_QUEUES:
         bad(f"num_queues {n}; the launch record has {asked} (the ABI allows 1..{abi.MAX_QUEUES})")
-    meta = abi.meta_bytes(n)
-    if h["meta_bytes"] != meta:
-        bad(f"meta_bytes {h['meta_bytes']}; {n} queues take {meta}")
-    lds_limit = abi.LAUNCH_HEADER.unpack(record)["lds_bytes"] or gst["lds_bytes"]
-    if not meta <= h["used_bytes"] <= lds_limit:
-        bad(f"used_bytes {h['used_bytes']} outside {meta}..{lds_limit} (metadata to the launch's LDS)")
-    t = h["tile_elems"]
+    meta = _META[n]
+    if meta_bytes != meta:
+        bad(f"meta_bytes {meta_bytes}; {n} queues take {meta}")
+    lds_limit = record_lds or gst["lds_bytes"]  # the launch's partition, else the whole LDS
+    if not meta <= used <= lds_limit:
+        bad(f"used_bytes {used} outside {meta}..{lds_limit} (metadata to the launch's LDS)")
     if not (gst["min_tile_elems"] <= t <= gst["max_tile_elems"] and t & (t - 1) == 0):
         bad(f"tile_elems {t}, not a power of two within the GST's {gst['min_tile_elems']}..{gst['max_tile_elems']}")
-    if h["barriers_used"] > gst["barrier_limit"]:
-        bad(f"barriers_used {h['barriers_used']} above the GST's barrier_limit {gst['barrier_limit']}")
-    for i in range(n):
-        d = abi.QUEUE_DESC.unpack(lds[abi.LDS_HEADER.size + i * abi.QUEUE_DESC.size:])
-        if not 1 <= d["slots"] <= gst["max_slots"]:
-            bad(f"queue {i}: slots {d['slots']} outside 1..{gst['max_slots']} (the GST's max_slots)")
-        end = d["offset"] + d["slots"] * d["slot_bytes"]
-        if d["offset"] < meta or end > h["used_bytes"]:
-            bad(f"queue {i}: block {d['offset']}..{end} outside the queue area {meta}..{h['used_bytes']}")
-        if d["barrier_base"] + d["barrier_count"] > h["barriers_used"]:
-            bad(f"queue {i}: barriers {d['barrier_base']}+{d['barrier_count']} past barriers_used "
-                f"{h['barriers_used']}")
-    return lds[:abi.config_bytes(n)]
+    if barriers > gst["barrier_limit"]:
+        bad(f"barriers_used {barriers} above the GST's barrier_limit {gst['barrier_limit']}")
+    max_slots, start = gst["max_slots"], abi.LDS_HEADER.size
+    descs = _QUEUE_DESC(lds[start:start + n * abi.QUEUE_DESC.size])
+    for i, (offset, slot_bytes, slots, _type, _elem, base, count) in enumerate(descs):
+        if not 1 <= slots <= max_slots:
+            bad(f"queue {i}: slots {slots} outside 1..{max_slots} (the GST's max_slots)")
+        end = offset + slots * slot_bytes
+        if offset < meta or end > used:
+            bad(f"queue {i}: block {offset}..{end} outside the queue area {meta}..{used}")
+        if base + count > barriers:
+            bad(f"queue {i}: barriers {base}+{count} past barriers_used {barriers}")
+    if verified is not None:
+        if len(verified) >= VERIFIED_MAX:
+            verified.clear()
+        verified.add(key)
+    return lds[:_CONFIG[n]]

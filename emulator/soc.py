@@ -24,6 +24,9 @@ from quco.emulator.hooks import COUNTED_REGIONS, Hooks, pages
 from quco.gst import abi
 
 _uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
+_uc_mem_read = getattr(getattr(_binding, "uclib", None), "uc_mem_read", None)
+_uc_mem_write = getattr(getattr(_binding, "uclib", None), "uc_mem_write", None)
+READ_BUFFER = abi.MAILBOX.size  # reads up to this size go through one reused buffer
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
@@ -36,7 +39,7 @@ def _protection(perms: str) -> int:
                if letter in perms)
 
 
-@dataclass
+@dataclass(slots=True)  # slots: made at every step, a little cheaper
 class Step:
     """One boot or launch: what the core retired until it slept again.
 
@@ -72,6 +75,8 @@ class Soc(Hooks):
         self.image, self.budget, self.wall_budget = image, budget, wall_budget
         self._deadline, self._timed_out = None, False
         self._pc_buf = ctypes.c_uint64(0)
+        self._pc_ref = ctypes.byref(self._pc_buf)
+        self._read_buf = ctypes.create_string_buffer(READ_BUFFER)
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
@@ -88,15 +93,22 @@ class Soc(Hooks):
         self.timer, self.count_memory, self.tracing, self.counting = timer, count_memory, trace, count
         self.booted: protocol.Answer | None = None  # the boot's answer, once booted
         self.generation = self.launches = 0         # acknowledged by the firmware so far
-        self._pair_cycles, self._raw_hooks, self._blocks = {}, [], {}
+        self._verified = set()  # configurations the protocol check passed (protocol.check_config)
+        self._raw_hooks, self._blocks = [], {}
+        self._succ, self._variants = {None: {}}, {}  # the timed edge graph (emulator/hooks.py)
+        self._start_edge = (0, 0, self._succ[None], None, None)  # before a step's first block
+        self._fast = None  # the C hooks (emulator/fastcount.py), when built
+        self._edge, self._div_block, self._div_lats = self._start_edge, -1, ()
+        self._divs = self._div_sites() if timer is not None and timer.p.div_by_divisor else {}
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:
             self._install_access_counting()
         self.pc = image.entry
+        self._wfi_pcs = self._wfi_exits()
         self.instructions = self.blocks = self.cycles = self.misaligned = 0
         self.woken = 0  # steps run so far: the first one starts at reset
-        self.prev = None
+        self.prev = None  # DebugSoc: the previous block's node
         self.reads, self.writes, self.trace = {}, {}, []
         self._fault = None
 
@@ -104,8 +116,11 @@ class Soc(Hooks):
     def _begin_step(self):
         self._fault = None
         self.instructions = self.blocks = self.misaligned = 0
-        self.prev = None
-        self.reads, self.writes, self.trace = {}, {}, []
+        self.prev, self._edge, self._div_block = None, self._start_edge, -1
+        if self._fast is not None:
+            self._fast.take()  # from edge 0 (a step that faulted left its counts)
+        if self.count_memory or self.tracing:
+            self.reads, self.writes, self.trace = {}, {}, []
         self.cycles = self._wake_cycles()
 
     def run(self) -> Step:
@@ -114,7 +129,6 @@ class Soc(Hooks):
         try:
             if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
-                limit = f"{self.budget} instructions"
             else:
                 self._timed_out = False
                 self._deadline = time.monotonic() + self.wall_budget
@@ -122,10 +136,13 @@ class Soc(Hooks):
                     self.uc.emu_start(self.pc, STOP_ADDRESS)
                 finally:
                     self._deadline = None
-                limit = f"{self.wall_budget:g} s (uncounted mode)"
             pc = self._read_pc()
             self.minmax.settle(pc)
-            if not self._fault and (self._timed_out or pc not in self._wfi_exits()):
+            if self._fast is not None:
+                self._take_counts()
+            if not self._fault and (self._timed_out or pc not in self._wfi_pcs):
+                limit = (f"{self.budget} instructions" if self.counting
+                         else f"{self.wall_budget:g} s (uncounted mode)")
                 self._set_fault(faults.BudgetExceeded, f"did not sleep within {limit}", None)
         except UcError as e:
             self._raise_fault(self._fault_from(e))
@@ -161,16 +178,13 @@ class Soc(Hooks):
         spends twice as long in Python, a tenth of an uncounted launch."""
         if _uc_reg_read is None:
             return self.uc.reg_read(UC_RISCV_REG_PC)
-        _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, ctypes.byref(self._pc_buf))
+        _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, self._pc_ref)
         return self._pc_buf.value
 
-    def _wfi_exits(self) -> set:
+    def _wfi_exits(self) -> frozenset:
         """PCs just after a wfi in the firmware image: where a clean step stops."""
-        if not hasattr(self, "_wfi_pcs"):
-            self._wfi_pcs = {addr + off + 4 for addr, data in self.image.segments
-                             for off in range(0, len(data) - 3, 4)
-                             if int.from_bytes(data[off:off + 4], "little") == isa.WFI}
-        return self._wfi_pcs
+        return frozenset(addr + off + 4 for addr, data in self.image.segments for off in range(0, len(data) - 3, 4)
+                         if int.from_bytes(data[off:off + 4], "little") == isa.WFI)
 
     # ---------------------------------------------------------------- the unit's protocol
     def boot(self) -> Step:
@@ -196,16 +210,27 @@ class Soc(Hooks):
         step = self.run()
         self.launches += 1
         step.answer = protocol.launch_answer(self, record, self.gst, self.booted, self.generation,
-                                             f"launch {self.launches}")
+                                             f"launch {self.launches}", self._verified)
         self.generation = step.answer.generation
         return step
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
-        return bytes(self.uc.mem_read(address, size))
+        if _uc_mem_read is None or size > READ_BUFFER:
+            return bytes(self.uc.mem_read(address, size))
+        # the binding's mem_read makes a buffer and two copies; the protocol reads twice a launch
+        status = _uc_mem_read(self.uc._uch, address, self._read_buf, size)
+        if status:
+            raise UcError(status)
+        return ctypes.string_at(self._read_buf, size)
 
     def write(self, address: int, data: bytes) -> None:
-        self.uc.mem_write(address, bytes(data))
+        data = bytes(data)
+        if _uc_mem_write is None:
+            return self.uc.mem_write(address, data)
+        status = _uc_mem_write(self.uc._uch, address, data, len(data))  # the binding's, one frame less
+        if status:
+            raise UcError(status)
 
     def stack_high_water(self) -> int:
         """Deepest stack use since reset, in bytes, from the canary left untouched."""

@@ -7,6 +7,10 @@ in flight at its end (a load feeding the next block, an FDIV) is carried to the 
 through a per-(previous, current) pair cost, also computed once. A conditional branch that
 ends a block costs `branch_taken` instead of `branch` when the next block is not its
 fall-through. Counting at run time is then one dictionary lookup per executed block.
+
+A profile may make the integer divider's latency follow the divisor (`hazard.div_by_divisor`,
+CV32E40P's serial divider): the emulator reads the divisor when a div/rem executes and the
+block is scheduled again with that latency (a block variant keyed by its divide latencies).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ class Profile:
     fp_memory_waits: bool = True  # flw/fsw wait for an outstanding FDIV/FSQRT (with fpu_busy)
     wake_reset: int = 0      # cycles from reset release until the first instruction issues
     wake_interrupt: int = 0  # cycles from the wake-up interrupt (doorbell) until it issues
+    div_by_divisor: bool = False  # div/rem latency from the divisor (div_cycles), issue.div its maximum
     path: Path | None = None
 
 
@@ -70,7 +75,8 @@ def profile_schema() -> dict:
         "issue": table(classes, CLASSES),
         "result": table(classes),
         "hazard": table({"jalr_operand": CYCLES, "split_access": CYCLES,
-                         "fpu_busy_until_result": {"type": "boolean"}, "fp_load_store_wait": {"type": "boolean"}}),
+                         "fpu_busy_until_result": {"type": "boolean"}, "fp_load_store_wait": {"type": "boolean"},
+                         "div_by_divisor": {"type": "boolean"}}),
         "wake": table({"reset": CYCLES, "interrupt": CYCLES}),
     }, ("issue",))
 
@@ -102,7 +108,32 @@ def load_profile(spec: str | Path = "cv32e40p") -> Profile:
     return Profile(doc.get("name", path.stem), doc.get("description", ""), issue, dict(result),
                    hazard.get("jalr_operand", 0), hazard.get("fpu_busy_until_result", False),
                    hazard.get("split_access", 0), hazard.get("fp_load_store_wait", True),
-                   wake.get("reset", 0), wake.get("interrupt", 0), path=path)
+                   wake.get("reset", 0), wake.get("interrupt", 0), hazard.get("div_by_divisor", False),
+                   path=path)
+
+
+def is_div(word: int) -> bool:
+    """div, divu, rem, remu (RV32M, funct3 4..7)."""
+    return word & 0x7F == 0x33 and word >> 25 == 1 and (word >> 12) & 7 >= 4
+
+
+def div_cycles(maximum: int, word: int, divisor: int) -> int:
+    """Cycles of a div/divu/rem/remu whose divisor (rs2) holds `divisor` (32-bit pattern), on
+    CV32E40P's serial divider, `maximum` being its divide-by-zero case (35).
+
+    The manual ("Pipeline Details", cycle counts: "Division 3..35 ... depends on the divider
+    operand value (operand b), i.e. in the number of leading bits at 0 ... 3 when the divider
+    has zero leading bits at 0 (e.g., 0x80000000) ... 35 when the divider is 0") and the RTL
+    agree: rtl/cv32e40p_alu.sv loads the divider's counter with div_shift = the divisor's
+    leading zeros (32 for 0), and rtl/cv32e40p_alu_div.sv takes one IDLE, div_shift + 1 DIVIDE
+    and one FINISH cycle, so 3 + leading zeros. For a signed divide by a negative divisor the
+    RTL counts the leading zeros of its negation, less one (6-bit counter): 2 + clz(-b), and
+    66 for -2^31 (a corner the manual's range does not mention)."""
+    base = maximum - 32
+    negative = divisor & 0x8000_0000 and not (word >> 12) & 1  # div, rem: funct3 4, 6
+    if negative:
+        return base + (32 - ((-divisor) & 0xFFFF_FFFF).bit_length() - 1) % 64
+    return base + 32 - divisor.bit_length()
 
 
 @dataclass
@@ -188,12 +219,14 @@ class Timer:
     def __init__(self, profile: Profile, fetch):
         self.p, self.fetch = profile, fetch  # fetch(address, size) -> bytes
         self.blocks: dict[tuple[int, int], BlockTiming] = {}
-        self.pairs: dict[tuple[int, int, int, int], int] = {}
+        self.pairs: dict[tuple, int] = {}
+        self._divides: dict[tuple[int, int], int] = {}
 
-    def _schedule(self, insns, ready0: dict, fpu0: int, steps: list | None = None):
-        """Cycles of insns from state (ready0, fpu0); `steps` receives the time after each."""
+    def _schedule(self, insns, ready0: dict, fpu0: int, steps: list | None = None, lat: tuple = ()):
+        """Cycles of insns from state (ready0, fpu0); `steps` receives the time after each;
+        `lat` gives the issue cycles of the block's divides in order (the profile's when empty)."""
         issue, result, t, fpu_free = self.p.issue, self.p.result, 0, fpu0
-        ready, last_dst = dict(ready0), None
+        ready, last_dst, divs = dict(ready0), None, iter(lat)
         for ins in insns:
             start = t
             for r in ins.srcs:
@@ -202,7 +235,7 @@ class Timer:
                     start = max(start, ready[r] + self.p.jalr_operand)
             if ins.fpu and self.p.fpu_busy and (self.p.fp_memory_waits or ins.cls not in ("load", "store")):
                 start = max(start, fpu_free)
-            t = start + issue[ins.cls]
+            t = start + (next(divs, issue["div"]) if ins.cls == "div" else issue[ins.cls])
             if ins.dst is not None:
                 # results are forwarded to the next instruction unless the profile says otherwise
                 ready[ins.dst] = start + result.get(ins.cls, issue[ins.cls])
@@ -216,42 +249,54 @@ class Timer:
         pending = {r: c - t for r, c in ready.items() if c - t > 0}
         return t, pending, max(fpu_free - t, 0)
 
-    def block(self, address: int, size: int) -> BlockTiming:
-        key = (address, size)
+    def block(self, address: int, size: int, lat: tuple = ()) -> BlockTiming:
+        """The block's schedule; `lat`: the issue cycles of its divides (a variant)."""
+        key = (address, size, lat)
         bt = self.blocks.get(key)
         if bt is None:
-            code = self.fetch(address, size)
-            insns = [decode(int.from_bytes(code[i:i + 4], "little")) for i in range(0, size - 3, 4)]
-            cycles, pending, fpu = self._schedule(insns, {}, 0)
+            if lat:
+                insns = self.block(address, size).insns
+            else:
+                code = self.fetch(address, size)
+                insns = [decode(int.from_bytes(code[i:i + 4], "little")) for i in range(0, size - 3, 4)]
+            cycles, pending, fpu = self._schedule(insns, {}, 0, lat=lat)
             bt = BlockTiming(cycles, pending, fpu, insns, insns[-1].kind if insns else "", address + size)
             self.blocks[key] = bt
         return bt
 
-    def cost(self, prev: tuple[int, int] | None, address: int, size: int) -> int:
-        """Cycles of block (address, size) when it follows block `prev`."""
-        key = (prev[0] if prev else -1, prev[1] if prev else 0, address, size)
+    def divides(self, address: int, size: int) -> int:
+        """How many div/divu/rem/remu the block has."""
+        n = self._divides.get((address, size))
+        if n is None:
+            n = self._divides[(address, size)] = sum(ins.cls == "div" for ins in self.block(address, size).insns)
+        return n
+
+    def cost(self, prev: tuple | None, address: int, size: int, lat: tuple = ()) -> int:
+        """Cycles of block (address, size) (with divide latencies `lat`) when it follows
+        block `prev`: (address, size) or (address, size, its divide latencies)."""
+        key = (prev, address, size, lat)
         c = self.pairs.get(key)
         if c is None:
-            bt = self.block(address, size)
+            bt = self.block(address, size, lat)
             c = bt.cycles
             if prev is not None:
                 pb = self.block(*prev)
                 if pb.pending or pb.fpu_pending:
-                    c = self._schedule(bt.insns, pb.pending, pb.fpu_pending)[0]
+                    c = self._schedule(bt.insns, pb.pending, pb.fpu_pending, lat=lat)[0]
                 if pb.end_kind == "branch" and address != pb.fallthrough:
                     c += self.p.issue["branch_taken"] - self.p.issue["branch"]
             self.pairs[key] = c
         return c
 
-    def split(self, prev: tuple[int, int] | None, address: int, size: int) -> list[int]:
-        """cost(prev, address, size) per instruction: each instruction's issue plus the
+    def split(self, prev: tuple | None, address: int, size: int, lat: tuple = ()) -> list[int]:
+        """cost(prev, address, size, lat) per instruction: each instruction's issue plus the
         stalls it waits for; a taken-branch refetch counts against the first one."""
-        bt, ready, fpu, steps = self.block(address, size), {}, 0, []
+        bt, ready, fpu, steps = self.block(address, size, lat), {}, 0, []
         if prev is not None:
             pb = self.block(*prev)
             ready, fpu = pb.pending, pb.fpu_pending
-        self._schedule(bt.insns, ready, fpu, steps)
+        self._schedule(bt.insns, ready, fpu, steps, lat=lat)
         out = [b - a for a, b in zip([0] + steps[:-1], steps)]
         if out:
-            out[0] += self.cost(prev, address, size) - steps[-1]
+            out[0] += self.cost(prev, address, size, lat) - steps[-1]
         return out

@@ -72,35 +72,36 @@ class Field:
 
 @dataclass(frozen=True)
 class Struct:
+    """A little-endian layout. The layouts are constant, so each one is compiled once (a
+    struct.Struct and the field offsets): pack and unpack do no per-field work in Python."""
     name: str
     fields: tuple[Field, ...]
     size: int  # declared total size; the tail is reserved (zero)
     doc: str
 
-    def offset(self, name: str) -> int:
-        off = 0
+    def __post_init__(self):
+        names, offsets, off = tuple(f.name for f in self.fields), {}, 0
         for f in self.fields:
-            if f.name == name:
-                return off
-            off += f.size
-        raise KeyError(name)
+            offsets[f.name], off = off, off + f.size
+        fmt = "<" + "".join(f.fmt for f in self.fields) + f"{self.size - off}x"
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "fmt", fmt)
+        object.__setattr__(self, "used", off)
+        object.__setattr__(self, "_offsets", offsets)
+        object.__setattr__(self, "codec", struct.Struct(fmt))  # the compiled layout
+
+    def offset(self, name: str) -> int:
+        return self._offsets[name]
 
     def field(self, name: str) -> Field:
         return next(f for f in self.fields if f.name == name)
 
-    @property
-    def used(self) -> int:
-        return sum(f.size for f in self.fields)
-
-    @property
-    def fmt(self) -> str:
-        return "<" + "".join(f.fmt for f in self.fields) + f"{self.size - self.used}x"
-
     def pack(self, values: dict) -> bytes:
-        return struct.pack(self.fmt, *(values.get(f.name, 0) for f in self.fields))
+        return self.codec.pack(*[values.get(n, 0) for n in self.names])
 
-    def unpack(self, data: bytes) -> dict:
-        return dict(zip((f.name for f in self.fields), struct.unpack(self.fmt, data[: self.size])))
+    def unpack(self, data: bytes, offset: int = 0) -> dict:
+        """The fields at data[offset:offset + size] by name."""
+        return dict(zip(self.names, self.codec.unpack_from(data, offset)))
 
 
 GST_MAGIC = 0x54534751  # "QGST"

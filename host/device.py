@@ -138,17 +138,22 @@ def describe(status: Status, detail: int) -> str:
     return text
 
 
+# decode_lds unpacks the descriptors straight into names, in these orders
+assert abi.QUEUE_DESC.names == ("offset", "slot_bytes", "slots", "type", "elem_size", "barrier_base", "barrier_count")
+assert abi.ATT_DESC.names[:2] == ("lds_addr", "box_elems") and abi.ATT_DESC.names[5] == "global_length"
+_KINDS = ("streaming", "stationary")
+
+
 def decode_lds(meta: bytes, queue_lengths: list[int] | None = None) -> dict:
-    """Header and queue descriptors of an LDS configuration image."""
+    """Header and queue descriptors of an LDS configuration image (each layout unpacked
+    once: Device.launch runs this after every launch)."""
     h = abi.LDS_HEADER.unpack(meta)
-    queues = []
-    qd, ad = abi.LDS_HEADER.size, abi.LDS_HEADER.size + h["num_queues"] * abi.QUEUE_DESC.size
-    for i in range(h["num_queues"]):
-        d = abi.QUEUE_DESC.unpack(meta[qd + abi.QUEUE_DESC.size * i:])
-        a = abi.ATT_DESC.unpack(meta[ad + abi.ATT_DESC.size * i:])
-        queues.append(QueueConfig(i, "stationary" if d["type"] else "streaming", d["elem_size"],
-                                  a["global_length"], a["box_elems"], d["slots"], d["offset"],
-                                  d["slot_bytes"], d["barrier_base"], d["barrier_count"]))
+    n, qd = h["num_queues"], abi.LDS_HEADER.size
+    ad = qd + n * abi.QUEUE_DESC.size
+    descs = abi.QUEUE_DESC.codec.iter_unpack(meta[qd:ad])
+    atts = abi.ATT_DESC.codec.iter_unpack(meta[ad:ad + n * abi.ATT_DESC.size])
+    queues = [QueueConfig(i, _KINDS[1 if qtype else 0], elem, att[5], att[1], slots, offset, slot_bytes, base, count)
+              for i, ((offset, slot_bytes, slots, qtype, elem, base, count), att) in enumerate(zip(descs, atts))]
     return {"header": h, "queues": queues}
 
 

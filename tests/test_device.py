@@ -41,6 +41,20 @@ def test_quco_init_takes_a_class_and_a_work_group_size(elf_path):
         dev.init(2.0, work_group_size=500)
 
 
+def test_work_group_sizes_at_the_edges_of_the_range(elf_path):
+    # consumer_wavefronts is 1..64 (the ABI); one more wavefront is the producer, so a
+    # work-group is 2..65 wavefronts of 64 work-items: 128..4160
+    dev = Device("r9-nano", elf_path)
+    for wavefronts in (2, 65):
+        dev.init("high", work_group_size=wavefronts * 64)
+        assert dev._pending["header"]["consumer_wavefronts"] == wavefronts - 1
+        dev.register_queue("streaming", length=2048, elem_size=2)
+        assert dev.size_queue().ok
+    for work_items in (64, 66 * 64, 65 * 64 + 1):
+        with pytest.raises(ValueError, match=f"work_group_size {work_items}: expected a multiple of 64 from 128 to 4160"):
+            dev.init("high", work_group_size=work_items)
+
+
 def test_acta_flow_errors(elf_path):
     dev = Device("r9-nano", elf_path)
     with pytest.raises(RuntimeError, match="init"):

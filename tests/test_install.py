@@ -57,6 +57,13 @@ def test_the_wheel_is_what_runs(installed):
     assert image.is_file() and not any(work.iterdir())
 
 
+def test_the_wheel_carries_the_c_counting_hooks(installed):
+    # setup.py builds emulator/_fastcount.c into the wheel; the installed Soc loads it from there
+    r = run(installed, "python", "-c", "from quco.emulator import fastcount; lib = fastcount.load(); print(lib._name)")
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()).is_relative_to(installed[0].parent)
+
+
 def test_launch_a_bundled_example_from_an_empty_folder(installed):
     bin_dir = installed[0]
     r = run(installed, "quco-emu", "examples", "matrix-matrix")

@@ -169,3 +169,63 @@ def test_the_cli_exits_6_and_prints_no_configuration(firmware, capsys, case):
         assert code == cli.EXIT_FIRMWARE_MISBEHAVED == 6
         assert out == "" and "Traceback" not in err
         assert err.startswith("error: firmware misbehaved at launch 1: ") and words in err
+
+
+# ---------------------------------------------------------------- issue 24 part 6: bugs the list above let through
+def test_a_refusal_that_claims_a_cache_hit_is_reported(firmware):
+    # a refused launch reuses nothing: cache_hit 1 with RECORD_FIELD (generation not stepped,
+    # as a refusal must) breaks the protocol, even though 1 is a legal value after status OK
+    words = correct_answer()
+    words.update({mailbox_word("status"): int(Status.RECORD_FIELD), mailbox_word("generation"): 0,
+                  mailbox_word("cache_hit"): 1})
+    with pytest.raises(FirmwareMisbehaved, match=r"mailbox cache_hit 1 with status RECORD_FIELD \(expected 0\)"):
+        Device(GST, firmware(words)).launch(RECORD)
+    words[mailbox_word("cache_hit")] = 0  # the control: the same refusal without the claim
+    res = Device(GST, firmware(words)).launch(RECORD)
+    assert (res.status, res.cache_hit, res.generation) == (Status.RECORD_FIELD, False, 0)
+
+
+def test_used_bytes_is_held_to_the_launchs_partition_not_the_whole_lds(firmware):
+    # a launch on half the R9 Nano's LDS: a configuration that ends past the partition but
+    # inside the GPU's LDS overwrites LDS the launch does not own
+    partition = G["lds_bytes"] // 2
+    record = bytearray(RECORD)
+    at = abi.LAUNCH_HEADER.offset("lds_bytes")
+    record[at:at + 4] = partition.to_bytes(4, "little")
+    record = bytes(record)
+    model = reference.configure(GST, record, generation=1)
+    used = abi.LDS_HEADER.unpack(model.lds)["used_bytes"]
+    assert model.status == Status.OK and used <= partition
+    words = {LDS + i: int.from_bytes(model.lds[i:i + 4], "little") for i in range(0, len(model.lds), 4)}
+    words.update({mailbox_word("detail"): 0, mailbox_word("cache_hit"): 0, mailbox_word("generation"): 1,
+                  mailbox_word("status"): 0})
+    assert Device(GST, firmware(words)).launch(record).used_bytes == used  # the control
+    words[lds_word("used_bytes")] = partition + 128  # still within the GST's lds_bytes
+    assert partition + 128 <= G["lds_bytes"]
+    with pytest.raises(FirmwareMisbehaved, match=rf"used_bytes {partition + 128} outside \d+\.\.{partition} "):
+        Device(GST, firmware(words)).launch(record)
+
+
+def test_a_remembered_configuration_is_still_held_to_magic_generation_and_its_bytes():
+    # check_config remembers (record, configuration) pairs that passed; the memory must not
+    # let a different configuration, a stale generation or a bad magic through
+    from quco.emulator import protocol
+    verified = set()
+    lds = MODEL.lds + bytes(protocol.CONFIG_MAX - len(MODEL.lds))
+    assert protocol.check_config(lds, RECORD, G, 1, verified=verified) == MODEL.lds
+    assert len(verified) == 1
+    assert protocol.check_config(lds, RECORD, G, 1, verified=verified) == MODEL.lds  # remembered
+    stale = lds[:4] + (0).to_bytes(4, "little") + lds[8:]
+    with pytest.raises(FirmwareMisbehaved, match="generation 0, not the mailbox's 1"):
+        protocol.check_config(stale, RECORD, G, 1, verified=verified)
+    with pytest.raises(FirmwareMisbehaved, match="magic 0x00000000"):
+        protocol.check_config(bytes(4) + lds[4:], RECORD, G, 1, verified=verified)
+    at = abi.LDS_HEADER.size + 3 * abi.QUEUE_DESC.size + abi.QUEUE_DESC.offset("slots")
+    no_slots = lds[:at] + bytes(2) + lds[at + 2:]
+    with pytest.raises(FirmwareMisbehaved, match="queue 3: slots 0 outside"):
+        protocol.check_config(no_slots, RECORD, G, 1, verified=verified)
+    other = bytearray(RECORD)
+    at = abi.LAUNCH_HEADER.offset("lds_bytes")
+    other[at:at + 4] = (1024).to_bytes(4, "little")
+    with pytest.raises(FirmwareMisbehaved, match="used_bytes .* outside 512..1024"):  # another record
+        protocol.check_config(lds, bytes(other), G, 1, verified=verified)

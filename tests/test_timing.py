@@ -126,3 +126,66 @@ def test_user_profile_and_errors(tmp_path):
         timing.load_profile(p)
     with pytest.raises(timing.ProfileError, match="no such"):
         timing.load_profile(tmp_path / "absent.toml")
+
+
+# ---------------------------------------------------------------- the divider follows its divisor (issue 24 part 7)
+DIVU, DIV, REMU, REM = (0x02000033 | f3 << 12 | 12 << 20 | 11 << 15 | 10 << 7 for f3 in (5, 4, 7, 6))
+
+
+@pytest.mark.parametrize("word,divisor,cycles", [
+    (DIVU, 0, 35),               # the manual: 35 when the divisor is 0
+    (DIVU, 0x8000_0000, 3),      # the manual: 3 with no leading zero bit
+    (DIVU, 1, 34),               # 31 leading zeros
+    (DIVU, 1000, 25),            # 22 leading zeros: the firmware's divide at boot, 25 on the RTL too
+    (REMU, 0xFFFF_FFFF, 3),
+    (DIV, 1000, 25),             # a signed divide by a non-negative divisor: the same count
+    (REM, 0, 35),
+    (DIV, 0xFFFF_FFFF, 33),      # -1: the RTL counts the leading zeros of 1 (31), less one
+    (REM, 0xFFFF_FC18, 24),      # -1000: 22 - 1
+    (DIV, 0x8000_0000, 66),      # -2^31: 0 - 1 wraps the RTL's 6-bit counter to 63
+    (DIVU, 0xFFFF_FC18, 3),      # the same bits, unsigned: no leading zero
+])
+def test_divider_cycles_from_the_divisor(word, divisor, cycles):
+    assert timing.is_div(word)
+    assert timing.div_cycles(35, word, divisor) == cycles
+
+
+def run_cycles(gnu_as, source, profile, debug=False):
+    """Cycles of one step of a tiny firmware (from reset to its wfi), as the Soc counts
+    them, traced, and under the debugger."""
+    from quco.emulator import elf
+    from quco.emulator.debug import DebugSoc
+    from quco.emulator.soc import Soc
+    from quco.gst import tables
+    image, gst = elf.load(gnu_as(".globl _start\n_start:\n" + source + "\nwfi")), tables.load("r9-nano")
+    plain = Soc(image, gst, profile=profile).run().cycles
+    traced = Soc(image, gst, profile=profile, trace=True).run()
+    assert sum(c for *_, c in traced.trace) == traced.cycles == plain
+    stop = DebugSoc(image, gst, profile=profile).resume()
+    assert stop.kind == "sleep" and stop.step.cycles == plain
+    return plain - timing.load_profile(profile).wake_reset
+
+
+@pytest.mark.parametrize("divisor,cycles", [(1, 1 + 34 + 1), (0x8000_0000, 1 + 3 + 1), (0, 1 + 35 + 1)])
+def test_a_divide_costs_what_its_divisor_says(gnu_as, divisor, cycles):
+    source = f"li a2,{divisor}\ndivu a0,a1,a2"  # li: one instruction for each of these values
+    assert run_cycles(gnu_as, source, "cv32e40p") == cycles
+    assert run_cycles(gnu_as, source, "cv32e40p-worst") == 1 + 35 + 1, "the worst-case profile keeps 35"
+
+
+def test_a_short_divide_exposes_an_fdiv_in_flight(gnu_as):
+    # fdiv issues at 0 (result at 9); a 3-cycle divide ends at 5, so the fadd waits for the
+    # fdiv until 9; a 34-cycle divide hides it. Not additive: the difference is 26, not 31.
+    def source(divisor):  # the FPU on first (lui 1, csrs mstatus 4)
+        return f"li t0,0x2000\ncsrs mstatus,t0\nli a2,{divisor}\nfdiv.s fa0,fa1,fa2\ndivu a0,a1,a2\nfadd.s fa3,fa0,fa0"
+    short, long = (run_cycles(gnu_as, source(d), "cv32e40p") - 5 for d in (0x8000_0000, 1))
+    assert short == 1 + 9 + 1 + 1     # li, fdiv (at 1, result at 10), divu 2..5, fadd at 10, wfi
+    assert long == 1 + 1 + 34 + 1 + 1  # li, fdiv, divu 2..36, fadd, wfi
+
+
+def test_divides_in_a_loop_follow_each_divisor(gnu_as):
+    # the same block runs with a different divisor each time round (32 halvings from
+    # 2^31 down to 1, then 0): 3 + 0, 3 + 1, ..., 3 + 31, then 35
+    source = "li a2,0x80000000\nloop:\ndivu a0,a1,a2\nsrli a2,a2,1\nbnez a2,loop\ndivu a0,a1,a2"
+    loop = sum(3 + k + 1 + 1 for k in range(32)) + 2 * 31  # divide, srli, bnez; taken 31 times
+    assert run_cycles(gnu_as, source, "cv32e40p") == 1 + loop + 35 + 1

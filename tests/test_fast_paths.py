@@ -1,0 +1,246 @@
+"""The emulator's fast paths against a straightforward slow computation (issue 24 part 1).
+
+The fast Soc counts with one cached edge per pair of blocks, block variants for divide
+latencies, a hook on divides only and a split-access hook; the protocol check reads each
+layout with a compiled struct. Here the same runs are recorded the slow way: a Python hook
+on every instruction (its address, and a divide's divisor), on every block start and on
+every memory access, on an uncounted Soc that has none of the fast hooks. The cycles are
+then worked out from that record block by block, with nothing cached: each block's
+executed instructions decoded again, its divides' latencies from the recorded divisors,
+the previous block's results in flight, the taken-branch refetch and one split penalty per
+access that crosses a word. Instruction and cycle counts, answers and LDS bytes must be
+identical, for the firmware on several GPUs and kernels and for a program made to exercise
+misaligned accesses, divides in loops and an FDIV in flight; with the C hooks
+(emulator/fastcount.py) and with the Python hooks alike.
+"""
+import functools
+import shutil
+
+import pytest
+from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
+from unicorn.riscv_const import UC_RISCV_REG_X0
+
+from conftest import EXAMPLES_DIR
+from quco.emulator import elf, fastcount, soc, timing
+from quco.gst import abi, tables
+from quco.host.device import Device
+from quco.host.kernel import load_kernel
+
+PROFILES = ("cv32e40p", "cv32e40p-worst", "ipc1")
+decode = functools.lru_cache(maxsize=None)(timing.decode)  # read only: one Insn per word is fine
+
+
+@pytest.fixture(params=["C hooks", "Python hooks"])
+def hooks(request, monkeypatch):
+    """Run the test with the C hooks, then with the Python hooks (QUCO_PYTHON_HOOKS=1)."""
+    fastcount.load.cache_clear()
+    if request.param == "Python hooks":
+        monkeypatch.setenv("QUCO_PYTHON_HOOKS", "1")
+    elif fastcount.load() is None:
+        if shutil.which("cc") or shutil.which("gcc"):
+            pytest.fail("a C compiler is here but emulator/_fastcount.c is not built: reinstall (pip install -e .)")
+        pytest.skip("no C compiler: the C hooks cannot be built on this machine")
+    yield request.param
+    fastcount.load.cache_clear()
+
+
+class Recorder:
+    """An uncounted Soc with slow hooks that record every block start, instruction and
+    split access of each step."""
+
+    def __init__(self, image, gst):
+        self.soc = soc.Soc(image, gst, count=False)
+        self.events = []
+        uc = self.soc.uc
+        uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: self.events.append(("block", a)))
+        uc.hook_add(UC_HOOK_CODE, self._on_insn)
+        uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, self._on_access)
+
+    def _on_insn(self, uc, address, size, _):
+        word = int.from_bytes(uc.mem_read(address, 4), "little")
+        divisor = uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF if timing.is_div(word) else None
+        self.events.append(("insn", word, divisor))
+
+    def _on_access(self, uc, access, address, size, value, _):
+        if (size == 4 and address % 4) or (size == 2 and address % 4 == 3):
+            self.events.append(("split",))
+
+    def step(self, run):
+        self.events = []
+        answer = run()
+        return answer, self.events
+
+
+def slow_count(events, profile: timing.Profile, first_step: bool) -> tuple[int, int]:
+    """(instructions, cycles) of one recorded step under `profile`, from scratch."""
+    blocks = []  # [address, [(word, divisor)], splits]
+    for e in events:
+        if e[0] == "block":
+            blocks.append([e[1], [], 0])
+        elif e[0] == "insn":
+            blocks[-1][1].append(e[1:])
+        else:
+            blocks[-1][2] += 1
+    sched = timing.Timer(profile, None)._schedule  # the model's in-order scoreboard, uncached
+    cycles = profile.wake_reset if first_step else profile.wake_interrupt
+    prev = None  # (address, instructions, latencies) of the previous block
+    for address, executed, splits in blocks:
+        insns = [decode(w) for w, _ in executed]
+        lat = tuple(timing.div_cycles(profile.issue["div"], w, d) for w, d in executed
+                    if d is not None) if profile.div_by_divisor else ()
+        ready, fpu = {}, 0
+        if prev is not None:
+            _, ready, fpu = sched(prev[1], {}, 0, lat=prev[2])  # what the previous block left in flight
+        cycles += sched(insns, ready, fpu, lat=lat)[0] + splits * profile.split_access
+        if prev is not None and prev[1] and prev[1][-1].kind == "branch" and address != prev[0] + 4 * len(prev[1]):
+            cycles += profile.issue["branch_taken"] - profile.issue["branch"]
+        prev = (address, insns, lat)
+    return sum(len(b[1]) for b in blocks), cycles
+
+
+def slow_decode(lds: bytes) -> list[dict]:
+    """The queues of a configuration, field by field through the ABI's names."""
+    n = abi.LDS_HEADER.unpack(lds)["num_queues"]
+    out = []
+    for i in range(n):
+        d = abi.QUEUE_DESC.unpack(lds, abi.LDS_HEADER.size + i * abi.QUEUE_DESC.size)
+        a = abi.ATT_DESC.unpack(lds, abi.LDS_HEADER.size + n * abi.QUEUE_DESC.size + i * abi.ATT_DESC.size)
+        out.append(dict(index=i, type="stationary" if d["type"] == abi.QUEUE_STATIONARY else "streaming",
+                        elem_size=d["elem_size"], length=a["global_length"], tile=a["box_elems"], slots=d["slots"],
+                        offset=d["offset"], slot_bytes=d["slot_bytes"], barrier_base=d["barrier_base"],
+                        barrier_count=d["barrier_count"]))
+    return out
+
+
+def no_cache(record: bytes) -> bytes:
+    at = abi.LAUNCH_HEADER.offset("flags")
+    return record[:at] + abi.FLAG_NO_CACHE.to_bytes(4, "little") + record[at + 4:]
+
+
+@pytest.mark.parametrize("gpu", ["r9-nano", "mi100"])  # the calibration GPUs
+def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
+    image, gst = elf.load(elf_path), tables.load(gpu)
+    kernels = [load_kernel(EXAMPLES_DIR / f"{k}.json") for k in ("matrix-matrix", "matrix-vector", "dot-product")]
+    records = [r for k in kernels for r in (k.record(), k.record(), no_cache(k.record()))]  # cold, cached, uncached
+    slow = Recorder(image, gst)
+    steps = [slow.step(slow.soc.boot)] + [slow.step(lambda r=r: slow.soc.launch(r)) for r in records]
+    uncounted = soc.Soc(image, gst, count=False)
+    uncounted.boot()
+    for profile in PROFILES:
+        prof = timing.load_profile(profile)
+        fast, dev = soc.Soc(image, gst, profile=profile), Device(gst, elf_path, profile=profile)
+        assert (fast._fast is not None) == (hooks == "C hooks")
+        runs = [(fast.boot(), dev.boot_cost)] + [(fast.launch(r), dev.launch(r)) for r in records]
+        for i, ((fast_step, dev_run), (slow_step, events)) in enumerate(zip(runs, steps)):
+            expected = slow_count(events, prof, i == 0)
+            assert (fast_step.instructions, fast_step.cycles) == expected, (profile, i)
+            assert fast_step.answer == slow_step.answer, (profile, i)
+            cost = dev_run if i == 0 else dev_run.cost
+            assert (cost.instructions, cost.cycles) == expected, (profile, i)
+            if i:
+                assert (dev_run.status, dev_run.lds, dev_run.cache_hit) == (
+                    slow_step.answer.status, slow_step.answer.config, slow_step.answer.cache_hit)
+                assert [vars(q) for q in dev_run.queues] == slow_decode(dev_run.lds)
+    metered = soc.Soc(image, gst, profile="cv32e40p", count_memory=True)  # with the access-counting hooks too
+    prof = timing.load_profile("cv32e40p")
+    assert (metered.boot().cycles, metered.launch(records[0]).cycles) == (
+        slow_count(steps[0][1], prof, True)[1], slow_count(steps[1][1], prof, False)[1])
+    counted = soc.Soc(image, gst)  # instruction counts only
+    assert counted.boot().instructions == slow_count(steps[0][1], prof, True)[0]
+    for r, (_, events) in zip(records, steps[1:]):
+        assert counted.launch(r).instructions == slow_count(events, prof, False)[0]
+    for r, (slow_step, _) in zip(records, steps[1:]):  # the uncounted mode answers alike
+        assert uncounted.launch(r).answer == slow_step.answer
+
+
+EXERCISE = """
+li t0,0x2000
+csrs mstatus,t0          # the FPU on
+li s0,0x10000100         # in DATA
+li a2,0x80000000
+li s1,21
+loop:
+lw a0,1(s0)              # a word across a word boundary
+sh a0,3(s0)              # a halfword across one
+lh a1,2(s0)              # one that is not
+lbu a3,3(s0)
+divu a3,a0,a2            # divisor 2^31 .. 2^11: 3 .. 23 cycles
+srli a2,a2,1
+fcvt.s.w fa0,s1
+fdiv.s fa1,fa0,fa0
+andi t1,s1,1
+beqz t1,even
+sw a0,6(s0)              # only on odd rounds
+lh a1,6(s0)              # not split (a halfword at 2 mod 4)
+even:
+fadd.s fa2,fa1,fa1       # waits for the fdiv
+addi s1,s1,-1
+bnez s1,loop
+rem a4,a0,s1             # by zero: 35
+li a2,0x80000000
+fdiv.s fa3,fa1,fa1
+divu a3,a0,a2            # 3 cycles: the fdiv is still in flight at the block's end
+j next
+next:
+fadd.s fa4,fa3,fa3       # so this waits for it (not after a 35-cycle divide)
+wfi
+li s1,5
+again:
+div a5,a0,s1             # signed, by 5..1
+lw a6,2(s0)
+addi s1,s1,-1
+bnez s1,again
+sub t2,zero,a0
+div a5,a0,t2
+wfi
+"""
+
+
+def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as, hooks):
+    image, gst = elf.load(gnu_as(".globl _start\n_start:\n" + EXERCISE)), tables.load("r9-nano")
+    slow = Recorder(image, gst)
+    steps = [slow.step(slow.soc.run), slow.step(slow.soc.run)]
+    assert sum(e == ("split",) for e in steps[0][1]) == 21 * 2 + 11  # the program does split
+    for profile in PROFILES:
+        prof = timing.load_profile(profile)
+        for trace in (False, True):
+            fast = soc.Soc(image, gst, profile=profile, trace=trace)
+            assert (fast._fast is not None) == (hooks == "C hooks" and not trace)
+            for i, (_, events) in enumerate(steps):
+                step = fast.run()
+                assert (step.instructions, step.cycles) == slow_count(events, prof, i == 0), (profile, trace, i)
+                if trace:
+                    assert sum(c for *_, c in step.trace) == step.cycles
+
+
+def test_a_library_of_another_layout_is_not_used(monkeypatch):
+    # a .so built from another version of _fastcount.c would read the counter struct wrong:
+    # the loader compares the library's layout word with its own and falls back instead
+    fastcount.load.cache_clear()
+    try:
+        if fastcount.load() is None:
+            pytest.skip("the C hooks are not built here")
+        fastcount.load.cache_clear()
+        monkeypatch.setattr(fastcount, "VERSION", fastcount.VERSION + 1)
+        assert fastcount.load() is None
+    finally:
+        fastcount.load.cache_clear()
+
+
+def test_the_c_tables_grow_without_changing_a_count(elf_path, monkeypatch):
+    # tables that start at 2 edges and 4 slots grow many times during a boot and launches
+    fastcount.load.cache_clear()
+    if fastcount.load() is None:
+        pytest.skip("the C hooks are not built here")
+    image, gst = elf.load(elf_path), tables.load("r9-nano")
+    records = [load_kernel(EXAMPLES_DIR / f"{k}.json").record() for k in ("matrix-matrix", "dot-product")]
+
+    def counts():
+        s = soc.Soc(image, gst, profile="cv32e40p")
+        steps = [s.boot()] + [s.launch(r) for r in records * 2]
+        return [(st.instructions, st.cycles, st.blocks) for st in steps], s._fast
+    normal, _ = counts()
+    monkeypatch.setattr(fastcount, "FIRST_EDGES", 2)
+    monkeypatch.setattr(fastcount, "FIRST_SLOTS", 4)
+    small, counter = counts()
+    assert small == normal and counter.edges > 64 and counter.c.mask + 1 >= 2 * len(counter.pairs)
