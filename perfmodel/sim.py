@@ -1,26 +1,33 @@
 """Discrete-event model (SimPy) of one compute unit running a kernel's work-groups.
 
-The busiest CU of the partition runs ceil(work_groups / CUs) work-groups, as many at once
-as its LDS, barriers and wavefront slots allow (occupancy). In each resident work-group:
+The busiest CU of the partition runs ceil(work_groups / CUs that get work) work-groups, as
+many at once as its LDS, barriers and wavefront slots allow (occupancy). A work-group walks
+its loop nest: `passes` passes (Matrix-Matrix: one per column of B), each moving every
+taking-part queue's length in tiles; the passes fall into `phases` (Batched MM: one per
+batch), each ended by a barrier that drains the queues. In each resident work-group:
 
-- the producer wavefront walks the tiles in order and, per queue, waits for a free slot
+- the producer wavefront walks the steps in order and, per queue, waits for a free slot
   (the slot's "empty" barrier), issues the ATT descriptor (the CU's ATT unit is busy
   ATT_DESC_CYCLES per descriptor) and moves on; the tile arrives after the ATT latency plus
-  the L2 or DRAM round trip, and after its bytes went through the CU's share of the memory
-  pipe (FIFO in issue order, DRAM share = GST bandwidth / active CUs, at most
-  FABRIC_BYTES_PER_CYCLE; L2 hits at the fabric rate);
-- the consumer wavefronts wait for tile k of every queue (the "full" barriers), pay the
-  barrier instructions and, if they slept, a wake-up (LDS_LATENCY), compute the tile on
-  the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
-  producer sees LDS_LATENCY later, and post their share of the results to the pipe.
+  the L2 or DRAM round trip, and after its bytes went through the CU's memory servers
+  (quco.perfmodel.memory: L2 hits of re-read and shared data, DRAM efficiency by
+  descriptor size, the fill path);
+- the consumer wavefronts wait for step k's tile of every queue (the "full" barriers), pay
+  the barrier instructions and, if they slept, a wake-up (LDS_LATENCY), compute the step
+  on the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
+  producer sees LDS_LATENCY later, and post their share of the results.
 
 Identical consecutive queues with the same slots move in lockstep and are modelled as one
-group of `count` descriptors. A stationary queue whose slots hold all its tiles is loaded
-once per resident work-group slot and kept for the work-groups that follow; one that does
-not fit is streamed through its ring by every work-group, re-fetched from L2.
+group of `count` descriptors. A queue whose slots hold a whole pass and whose passes re-read
+the same data is loaded once and kept: per work-group (its first pass), or, for a
+stationary queue, per resident work-group slot for the work-groups that follow.
 
-NoATT (mode="noatt"): the consumers load each step's tiles themselves (no ATT latency, no
-slots, one buffer per queue), wait for them, synchronise (one work-group barrier), compute.
+Ideal (mode="ideal"): ATT, and a queue whose slots hold a whole pass keeps it for the
+work-group's later passes (the paper's ideal: unlimited LDS, all data fits).
+
+NoATT (mode="noatt"): the consumer wavefronts load each step's tiles themselves (global
+loads and LDS writes they issue, no ATT latency, no slots, one buffer per queue), wait for
+them, synchronise (one work-group barrier), compute.
 """
 from __future__ import annotations
 
@@ -29,10 +36,13 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from quco.perfmodel.memory import Pipes, hit_fractions
 from quco.perfmodel.params import Machine, const
 from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
+WARM_PASSES = 1   # passes simulated, beyond the producer's run-ahead, before the steady state (simulate)
+PASS_PERIODS = 1  # steady periods of passes simulated before the rest is extrapolated (simulate)
 
 
 class Environment(simpy.Environment):
@@ -51,15 +61,31 @@ class Environment(simpy.Environment):
 class Group:
     first: int        # index of the first queue of the run
     count: int        # identical queues moving in lockstep
-    tiles: int        # tiles per work-group
+    tiles: int        # tiles per pass
     tile_bytes: int   # bytes of one tile of the whole group (count x tile x elem)
-    last_bytes: int   # bytes of the last (partial) tile of the group
+    last_bytes: int   # bytes of the last (partial) tile of a pass
     slots: int
     stationary: bool
     resident: bool    # a stationary operand that fits: loaded once per resident slot
+    kept: bool = False  # a re-read operand that fits: loaded in the work-group's first pass only
+    every: int = 1    # takes part in every `every`-th pass of the work-group
+    period: int = 1   # of its own passes, one in `period` brings new data
+    hit_fresh: float = 0.0   # L2 hit fraction of a pass with new data
+    hit_again: float = 0.0   # of a pass re-reading data
 
     def bytes(self, k: int) -> int:
         return self.last_bytes if k == self.tiles - 1 else self.tile_bytes
+
+    def in_pass(self, p: int) -> bool:
+        return p % self.every == 0
+
+    def skipped(self, p: int, first_wg: bool) -> bool:
+        """Whether its tiles of pass p are already in the LDS."""
+        own = p // self.every
+        return (self.resident and (not first_wg or own > 0)) or (self.kept and own > 0)
+
+    def hit(self, p: int) -> float:
+        return self.hit_fresh if (p // self.every) % self.period == 0 else self.hit_again
 
 
 @dataclass
@@ -79,7 +105,8 @@ class Outcome:
     mean_latency: float       # issue to arrival of a transfer, cycles (simulated part)
     mean_in_flight: float     # time-averaged transfers in flight (simulated part)
     throughput: float         # transfers per cycle
-    extrapolated: bool = False  # later rounds of work-groups extrapolated (see Model.run)
+    extrapolated: bool = False  # later rounds of work-groups or passes extrapolated
+    l2_hit: float = 0.0       # fraction of the bytes moved through the queues that hit in the L2
     trace: list = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
@@ -101,26 +128,29 @@ def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
 
 class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
-                 max_occupancy: int = 0):
+                 max_occupancy: int = 0, passes: int = 0):
         self.m, self.work, self.cfg, self.mode, self.tracing = m, work, cfg, mode, trace
         cus_used = self.cus_used = min(m.cus, work.work_groups or m.cus)  # CUs that get work
         self.wgs = math.ceil((work.work_groups or m.cus) / cus_used)
         self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
         if self.occ < 1:
             raise ValueError(f"{cfg} does not fit one work-group on a CU")
-        self.fabric = float(min(const("FABRIC_BYTES_PER_CYCLE"), m.cache_line * 1e9))
-        self.dram_rate = min(m.dram_bytes_per_cycle / cus_used, self.fabric)
+        self.pipes = Pipes.of(m, cus_used)
         active_pools = min(work.consumer_wavefronts, m.pools)
+        self.active_pools = active_pools
         self.flops_per_cycle = m.flops_per_cycle * active_pools / m.pools
-        self.flops_per_byte = work.flops_per_byte  # the work-group's FLOPs spread over its bytes
+        self.flops_per_byte = work.flops_per_byte  # the work-group's FLOPs spread over what it moves
+        self.passes = passes or work.passes       # passes simulated (fewer when extrapolated)
+        self.phase_len = work.passes // work.phases
         self.groups = self._groups()
         self.steps = max(g.tiles for g in self.groups)
-        self.out_per_step = work.output_bytes / self.steps
+        total_steps = work.passes * self.steps
+        self.out_per_step = work.output_bytes / total_steps
         self.env = Environment()
         capacity = max(1, m.pools // active_pools)
         self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
-        self.pipe_free = self.att_free = 0.0
-        self.dram_bytes = 0.0
+        self.att_free = 0.0
+        self.moved = self.hit_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
         self.transfers, self.latency_sum = 0, 0.0
         self.in_flight, self.area, self.t_last = 0, 0.0, 0.0
@@ -128,6 +158,7 @@ class Model:
 
     def _groups(self) -> list[Group]:
         w, t, out = self.work, self.cfg.tile, []
+        hits = hit_fractions(self.m, w, self.cus_used * self.occ)
         for first, count in w.runs():
             slots = self.cfg.slots[first:first + count]
             i = first
@@ -135,23 +166,28 @@ class Model:
                 j = i
                 while j < first + count and slots[j - first] == slots[i - first]:
                     j += 1
-                q, n = w.queues[i], j - i
+                q, n, s = w.queues[i], j - i, slots[i - first]
                 tiles = w.tiles(i, t)
-                last = q.length - (tiles - 1) * t
-                resident = q.type == STATIONARY and slots[i - first] >= tiles and self.mode == "att"
-                out.append(Group(i, n, tiles, n * t * q.elem_size, n * last * q.elem_size,
-                                 slots[i - first], q.type == STATIONARY, resident))
+                last = w.pass_length(i) - (tiles - 1) * t
+                fits = s >= tiles and q.fresh_passes == 1 and self.mode != "noatt"
+                stationary = q.type == STATIONARY
+                # a streaming queue streams: its tiles pass again even when they would fit,
+                # except in the ideal run, where all data fits and stays
+                out.append(Group(i, n, tiles, n * t * q.elem_size, n * last * q.elem_size, s, stationary,
+                                 resident=fits and stationary,
+                                 kept=fits and not stationary and q.passes > 1 and self.mode == "ideal",
+                                 every=w.passes // q.passes, period=q.passes // q.fresh_passes,
+                                 hit_fresh=hits[i][0], hit_again=hits[i][1]))
                 i = j
         return out
 
     # ---------------------------------------------------------------- shared resources
-    def _pipe(self, nbytes: float, ready: float, rate: float, dram: bool) -> float:
-        """Bytes through the CU's memory pipe, FIFO in issue order; returns when done."""
-        start = max(ready, self.pipe_free)
-        self.pipe_free = start + nbytes / rate
-        if dram:
-            self.dram_bytes += nbytes
-        return self.pipe_free
+    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> float:
+        """A tile's bytes through the CU's memory servers after its round trip; when it is in."""
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
+        self.moved += nbytes
+        self.hit_bytes += nbytes * hit
+        return self.pipes.transfer(nbytes, hit, issue + lat, self.cfg.tile * self.work.queues[0].elem_size)
 
     def _flight(self, delta: int) -> None:
         now = self.env.now
@@ -162,15 +198,19 @@ class Model:
         if self.tracing and end > begin:
             self.trace.append((track, name, begin, end))
 
+    def _walk(self):
+        """The work-group's steps: (pass, tile index, whether a phase ends after it)."""
+        for p in range(self.passes):
+            for k in range(self.steps):
+                yield p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes
+
     # ---------------------------------------------------------------- ATT mode
-    def _transfer(self, slot: int, g: Group, k: int, arrived: simpy.Store, from_l2: bool) -> None:
-        m, now = self.m, self.env.now
-        nbytes = g.bytes(k)
+    def _transfer(self, slot: int, g: Group, p: int, k: int, arrived: simpy.Store) -> None:
+        now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         self.att_free = max(now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
-        lat = m.lat_att + (m.lat_l2 if from_l2 else m.lat_dram)
-        done = self._pipe(nbytes, self.att_free + lat, self.fabric if from_l2 else self.dram_rate, not from_l2)
+        done = self._fetch(g.bytes(k), g.hit(p), self.att_free, self.m.lat_att)
         self._flight(+1)
         self.transfers += 1
         self.latency_sum += done - now
@@ -182,52 +222,59 @@ class Model:
             arrived.put(k)
         self.env.timeout(done - now).callbacks.append(land)
 
-    def _producer(self, slot: int, arrived, free, first_wg: bool):
+    def _producer(self, slot: int, arrived, free, drained, first_wg: bool):
         env = self.env
-        for k in range(self.steps):
+        for p, k, phase_end in self._walk():
             for gi, g in enumerate(self.groups):
-                if k >= g.tiles or (g.resident and not first_wg):
+                if k >= g.tiles or not g.in_pass(p) or g.skipped(p, first_wg):
                     continue
-                if not g.resident:
-                    t0 = env.now
-                    yield free[gi].get(1)
-                    self.stall_p += env.now - t0
-                    self._span(f"slot {slot} producer", "wait slot", t0, env.now)
-                self._transfer(slot, g, k, arrived[gi], from_l2=not first_wg and g.stationary)
+                t0 = env.now
+                yield free[gi].get(1)
+                self.stall_p += env.now - t0
+                self._span(f"slot {slot} producer", "wait slot", t0, env.now)
+                self._transfer(slot, g, p, k, arrived[gi])
+            if phase_end:  # the next phase's tiles wait for the drain barrier
+                t0 = env.now
+                yield drained.get()
+                self._span(f"slot {slot} producer", "wait drain", t0, env.now)
 
-    def _consumer(self, slot: int, arrived, free, first_wg: bool):
+    def _consumer(self, slot: int, arrived, free, drained, first_wg: bool):
         env = self.env
         instr = const("WAVE_INSTR_CYCLES")
-        for k in range(self.steps):
+        for p, k, phase_end in self._walk():
             t0 = env.now
             step_bytes, queues = 0, 0
             for gi, g in enumerate(self.groups):
-                if k >= g.tiles:
+                if k >= g.tiles or not g.in_pass(p):
                     continue
                 step_bytes += g.bytes(k)
                 queues += g.count
-                if g.resident and not first_wg:
-                    continue
-                yield arrived[gi].get()
+                if not g.skipped(p, first_wg):
+                    yield arrived[gi].get()
             waited = env.now - t0
             self.stall_c += waited
             self._span(f"slot {slot} consumers", "wait data", t0, env.now)
             # wait + arrive instruction per queue; a wake-up if they slept
             bar = 2 * queues * instr + (const("LDS_LATENCY") if waited > 0 else 0)
-            self.barrier += bar
-            t1 = env.now
-            yield env.timeout(bar)
-            self._span(f"slot {slot} consumers", "barriers", t1, env.now)
-            yield from self._compute(slot, k, step_bytes)
+            yield from self._barrier(slot, bar)
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle)
             for gi, g in enumerate(self.groups):
-                if k < g.tiles and not g.resident:
+                if k < g.tiles and g.in_pass(p) and not g.skipped(p, first_wg):
                     env.timeout(const("LDS_LATENCY")).callbacks.append(lambda _, c=free[gi]: c.put(1))
             if self.out_per_step:
-                self._pipe(self.out_per_step, env.now, self.dram_rate, True)
+                self.pipes.write(self.out_per_step, env.now)
+            if phase_end:  # every wavefront of the work-group meets, then the producer goes on
+                yield from self._barrier(slot, const("LDS_LATENCY"))
+                drained.put(p)
 
-    def _compute(self, slot: int, k: int, step_bytes: int):
+    def _barrier(self, slot: int, cycles: float):
+        self.barrier += cycles
+        t1 = self.env.now
+        yield self.env.timeout(cycles)
+        self._span(f"slot {slot} consumers", "barriers", t1, self.env.now)
+
+    def _compute(self, slot: int, k: int, cycles: float):
         env = self.env
-        cycles = self.flops_per_byte * step_bytes / self.flops_per_cycle
         self.busy += cycles
         if self.simd is None:  # every resident work-group has SIMDs of its own
             t = env.now
@@ -243,45 +290,51 @@ class Model:
         env = self.env
         arrived = [simpy.Store(env) for _ in self.groups]
         free = [simpy.Container(env, capacity=g.slots, init=g.slots) for g in self.groups]
-        p = env.process(self._producer(slot, arrived, free, first_wg))
-        c = env.process(self._consumer(slot, arrived, free, first_wg))
+        drained = simpy.Store(env)
+        p = env.process(self._producer(slot, arrived, free, drained, first_wg))
+        c = env.process(self._consumer(slot, arrived, free, drained, first_wg))
         yield p & c
 
     # ---------------------------------------------------------------- NoATT mode
     def _work_group_noatt(self, slot: int, first_wg: bool):
         env, m = self.env, self.m
-        for k in range(self.steps):
+        per_instr = const("NOATT_BYTES_PER_INSTR")
+        for p, k, phase_end in self._walk():
             t0 = env.now
-            step_bytes = sum(g.bytes(k) for g in self.groups if k < g.tiles)
-            done = self._pipe(step_bytes, env.now + m.lat_dram, self.dram_rate, True)
+            parts = [(g.bytes(k), g.hit(p)) for g in self.groups if k < g.tiles and g.in_pass(p)]
+            step_bytes = sum(b for b, _ in parts)
+            # the consumers issue the loads (and, once in, the LDS writes): SIMD time
+            staging = 2 * math.ceil(step_bytes / per_instr) * const("WAVE_INSTR_CYCLES") / self.active_pools
+            yield from self._compute(slot, k, staging)
+            issue = env.now
+            done = max(self._fetch(b, h, issue, 0.0) for b, h in parts)
             self.transfers += 1
-            self.latency_sum += done - t0
+            self.latency_sum += done - issue
             self._flight(+1)
             yield env.timeout(done - env.now)
             self._flight(-1)
-            self.stall_c += env.now - t0
+            self.stall_c += env.now - issue
             self._span(f"slot {slot} consumers", "load (synchronous)", t0, env.now)
-            bar = const("LDS_LATENCY")  # one work-group barrier after staging into the LDS
-            self.barrier += bar
-            yield env.timeout(bar)
-            yield from self._compute(slot, k, step_bytes)
+            # one work-group barrier after staging into the LDS
+            yield from self._barrier(slot, const("LDS_LATENCY"))
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle)
             if self.out_per_step:
-                self._pipe(self.out_per_step, env.now, self.dram_rate, True)
+                self.pipes.write(self.out_per_step, env.now)
 
     # ---------------------------------------------------------------- run
     def _resident(self, slot: int, count: int):
-        body = self._work_group_att if self.mode == "att" else self._work_group_noatt
+        body = self._work_group_noatt if self.mode == "noatt" else self._work_group_att
         for j in range(count):
             yield from body(slot, j == 0)
             self.finished[j] = max(self.finished.get(j, 0.0), self.env.now)
 
-    def run(self, exact: bool = False) -> Outcome:
-        """Simulate. Unless `exact`, when every resident slot has more than ROUNDS + 1
-        work-groups (a round: one work-group on every slot), K full rounds are skipped so that
-        ROUNDS + 1 remain (plus the uneven last round), and K times the mean time of simulated
-        rounds 2..ROUNDS is added: after the first round (cold stationary operands, an empty
-        pipe) and before the last (the drain) every round does the same work on the same
-        resources. Start, uneven end and drain are simulated."""
+    def run(self, exact: bool = False) -> dict:
+        """Simulate; returns the run's totals (`outcome` turns them into an Outcome). Unless
+        `exact`, when every resident slot has more than ROUNDS + 1 work-groups (a round: one
+        work-group on every slot), K full rounds are skipped so that ROUNDS + 1 remain (plus
+        the uneven last round), and K times the mean time of simulated rounds 2..ROUNDS is
+        added: after the first round (cold stationary operands, an empty pipe) and before the
+        last (the drain) every round does the same work on the same resources."""
         share = [self.wgs // self.occ + (1 if s < self.wgs % self.occ else 0) for s in range(self.occ)]
         skipped = 0 if exact else max(0, min(share) - (ROUNDS + 1))
         share = [n - skipped for n in share]  # keeps the uneven last round as it is
@@ -292,28 +345,73 @@ class Model:
         self._flight(0)
         # done when the last work-group is and its results are written (pending slot
         # releases after the last tile do not count)
-        end = max(max(self.finished.values()), self.pipe_free)
+        end = max(max(self.finished.values()), self.pipes.free)
         scale = self.wgs / sum(share)
         if skipped:  # the skipped full rounds, at the steady per-round time (away from both ends)
             per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
             end += skipped * per_round
-        m = self.m
-        cus_used = self.cus_used
-        transfers = self.transfers * scale
+        return {"cycles": end, "dram_bytes": self.pipes.dram_bytes * scale, "busy": self.busy * scale,
+                "stall_producer": self.stall_p * scale, "stall_consumer": self.stall_c * scale,
+                "barrier_cycles": self.barrier * scale, "transfers": self.transfers * scale,
+                "moved": self.moved * scale, "hit_bytes": self.hit_bytes * scale,
+                "events": self.env.scheduled, "mean_latency": self.latency_sum / self.transfers if self.transfers else 0.0,
+                "mean_in_flight": self.area / self.env.now if self.env.now else 0.0,
+                "throughput": self.transfers / self.env.now if self.env.now else 0.0,
+                "extrapolated": scale > 1}
+
+    def outcome(self, t: dict) -> Outcome:
+        m, w = self.m, self.work
+        end = t["cycles"]
+        if w.split_k > 1:  # the reduction after the grid reads every partial result back
+            partials = (w.work_groups or m.cus) * w.output_bytes
+            end += m.lat_dram + (1 + 1 / w.split_k) * partials / m.dram_bytes_per_cycle
         return Outcome(
             cycles=end, ns=end * 1000.0 / m.clock_mhz, occupancy=self.occ, work_groups_per_cu=self.wgs,
-            dram_gbps=self.dram_bytes * scale * cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
-            compute_util=self.busy * scale * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
-            stall_producer=self.stall_p * scale, stall_consumer=self.stall_c * scale,
-            barrier_cycles=self.barrier * scale, events=self.env.scheduled, transfers=round(transfers),
-            mean_latency=self.latency_sum / self.transfers if self.transfers else 0.0,
-            mean_in_flight=self.area / self.env.now if self.env.now else 0.0,
-            throughput=self.transfers / self.env.now if self.env.now else 0.0,
-            extrapolated=scale > 1, trace=self.trace)
+            dram_gbps=t["dram_bytes"] * self.cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
+            compute_util=t["busy"] * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
+            stall_producer=t["stall_producer"], stall_consumer=t["stall_consumer"],
+            barrier_cycles=t["barrier_cycles"], events=t["events"], transfers=round(t["transfers"]),
+            mean_latency=t["mean_latency"], mean_in_flight=t["mean_in_flight"], throughput=t["throughput"],
+            extrapolated=t["extrapolated"], l2_hit=t["hit_bytes"] / t["moved"] if t["moved"] else 0.0,
+            trace=self.trace)
+
+
+EXTENSIVE = ("cycles", "dram_bytes", "busy", "stall_producer", "stall_consumer", "barrier_cycles",
+             "transfers", "moved", "hit_bytes")
+
+
+def pass_period(work: Work) -> int:
+    """Passes after which the loop nest repeats itself (after the first pass)."""
+    period = work.passes // work.phases if work.phases > 1 else 1
+    for q in work.queues:
+        every = work.passes // q.passes
+        period = math.lcm(period, every * (q.passes // q.fresh_passes if q.fresh_passes > 1 else 1))
+    return period
 
 
 def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
              exact: bool = False, max_occupancy: int = 0) -> Outcome:
     """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
-    `max_occupancy` work-groups at once when given)."""
-    return Model(m, work, cfg, mode, trace, max_occupancy).run(exact or trace)
+    `max_occupancy` work-groups at once when given). Unless `exact` (or tracing), a loop nest
+    of many passes is simulated over about 1 + WARM_PASSES passes and PASS_PERIODS more, whole
+    periods of its loop nest, and extrapolated linearly to all of them: once the pipeline is
+    full every period does the same work (tests check it against the full run)."""
+    exact = exact or trace
+    period = pass_period(work)
+    # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
+    ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
+    short = 1 + period * math.ceil((WARM_PASSES + ahead) / period)
+    long_ = short + period * math.ceil(PASS_PERIODS / period)
+    if exact or long_ >= work.passes:
+        model = Model(m, work, cfg, mode, trace, max_occupancy)
+        return model.outcome(model.run(exact))
+    a = Model(m, work, cfg, mode, False, max_occupancy, short)
+    b = Model(m, work, cfg, mode, False, max_occupancy, long_)
+    ta, tb = a.run(), b.run()
+    per = (work.passes - long_) / (long_ - short)
+    total = dict(tb)
+    for key in EXTENSIVE:
+        total[key] = tb[key] + per * (tb[key] - ta[key])
+    total["events"] = ta["events"] + tb["events"]
+    total["extrapolated"] = True
+    return b.outcome(total)
