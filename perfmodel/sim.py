@@ -42,7 +42,7 @@ from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, 
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 WARM_PASSES = 1   # passes simulated, beyond the producer's run-ahead, before the steady state (simulate)
-PASS_PERIODS = 1  # steady periods of passes simulated before the rest is extrapolated (simulate)
+PASS_PERIODS = 6  # steady periods of passes simulated before the rest is extrapolated (simulate)
 
 
 class Environment(simpy.Environment):

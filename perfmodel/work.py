@@ -128,6 +128,28 @@ class Config:
         runs = work.runs()
         return f"{self.tile} / " + "+".join(str(self.slots[a]) for a, _ in runs)
 
+    @classmethod
+    def parse(cls, work: Work, text: str) -> "Config":
+        """'TILE/S' (every queue S slots), 'TILE/S1+S2' (slots per run of identical queues, as
+        `label` prints them) or one slot count per queue; raises ValueError naming the problem."""
+        tile, sep, slots = text.replace(" ", "").partition("/")
+        parts = slots.split("+") if sep else []
+        if not tile.isdigit() or not parts or not all(p.isdigit() for p in parts):
+            raise ValueError(f"{text!r}: expected TILE/SLOTS, e.g. 512/2 or 512/2+4 (slots per run of identical "
+                             "queues, in queue order)")
+        runs, n = work.runs(), len(work.queues)
+        counts = [int(p) for p in parts]
+        if len(counts) == 1:
+            per_queue = counts * n
+        elif len(counts) == len(runs):
+            per_queue = [s for (_, c), s in zip(runs, counts) for _ in range(c)]
+        elif len(counts) == n:
+            per_queue = counts
+        else:
+            raise ValueError(f"{text!r}: {len(counts)} slot counts; expected 1, {len(runs)} (one per run of identical "
+                             f"queues) or {n} (one per queue)")
+        return cls(int(tile), tuple(per_queue))
+
 
 meta_bytes = abi.meta_bytes  # LDS bytes of the header and descriptors, rounded up to LDS_ALIGN
 
