@@ -42,7 +42,8 @@ from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, 
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 WARM_PASSES = 1   # passes simulated, beyond the producer's run-ahead, before the steady state (simulate)
-PASS_PERIODS = 6  # steady periods of passes simulated before the rest is extrapolated (simulate)
+WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
+                   # interleaving of work-groups and pipes repeats within a few dozen steps
 
 
 class Environment(simpy.Environment):
@@ -113,6 +114,25 @@ class Outcome:
         return {k: v for k, v in vars(self).items() if k != "trace"}
 
 
+class _Queues:
+    """One work-group's exchange between producer and consumers: per group, the arrival
+    times of the tiles issued and the release times of the slots freed, and the event a
+    side waits on when the other has not got there yet."""
+
+    def __init__(self, env, n: int):
+        self.arrivals = [[] for _ in range(n)]
+        self.released = [[] for _ in range(n)]
+        self.consumer_wait = [None] * n
+        self.producer_wait = [None] * n
+        self.drained = simpy.Store(env)
+
+    @staticmethod
+    def wake(waits: list, gi: int) -> None:
+        if waits[gi] is not None:
+            waits[gi].succeed()
+            waits[gi] = None
+
+
 def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
     """Work-groups one CU holds at once: LDS (the metadata once, the queue blocks per
     work-group), barriers, and wavefront slots (consumers plus the producer)."""
@@ -153,7 +173,6 @@ class Model:
         self.moved = self.hit_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
         self.transfers, self.latency_sum = 0, 0.0
-        self.in_flight, self.area, self.t_last = 0, 0.0, 0.0
         self.trace: list = []
 
     def _groups(self) -> list[Group]:
@@ -189,11 +208,6 @@ class Model:
         self.hit_bytes += nbytes * hit
         return self.pipes.transfer(nbytes, hit, issue + lat, self.cfg.tile * self.work.queues[0].elem_size)
 
-    def _flight(self, delta: int) -> None:
-        now = self.env.now
-        self.area += self.in_flight * (now - self.t_last)
-        self.in_flight, self.t_last = self.in_flight + delta, now
-
     def _span(self, track: str, name: str, begin: float, end: float) -> None:
         if self.tracing and end > begin:
             self.trace.append((track, name, begin, end))
@@ -205,99 +219,115 @@ class Model:
                 yield p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes
 
     # ---------------------------------------------------------------- ATT mode
-    def _transfer(self, slot: int, g: Group, p: int, k: int, arrived: simpy.Store) -> None:
+    # A transfer's arrival time is known when it is issued, and a slot's release time when
+    # its consumers finish, so the two wavefronts exchange times through lists and wake
+    # each other with an event only when one is ahead of the other (few events per step).
+    def _issue(self, slot: int, g: Group, p: int, k: int) -> float:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         self.att_free = max(now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
         done = self._fetch(g.bytes(k), g.hit(p), self.att_free, self.m.lat_att)
-        self._flight(+1)
         self.transfers += 1
         self.latency_sum += done - now
+        self._span(f"slot {slot} ATT", f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
+                   now, done)
+        return done
 
-        def land(_, g=g, k=k):
-            self._flight(-1)
-            self._span(f"slot {slot} ATT", f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "")
-                       + f" tile {k}", now, done)
-            arrived.put(k)
-        self.env.timeout(done - now).callbacks.append(land)
-
-    def _producer(self, slot: int, arrived, free, drained, first_wg: bool):
+    def _producer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
+        issued = [0] * len(self.groups)
         for p, k, phase_end in self._walk():
             for gi, g in enumerate(self.groups):
                 if k >= g.tiles or not g.in_pass(p) or g.skipped(p, first_wg):
                     continue
-                t0 = env.now
-                yield free[gi].get(1)
-                self.stall_p += env.now - t0
-                self._span(f"slot {slot} producer", "wait slot", t0, env.now)
-                self._transfer(slot, g, p, k, arrived[gi])
+                need = issued[gi] - g.slots  # the release that frees this tile's slot
+                if need >= 0:
+                    t0 = env.now
+                    while len(wg.released[gi]) <= need:
+                        wg.producer_wait[gi] = env.event()
+                        yield wg.producer_wait[gi]
+                    if wg.released[gi][need] > env.now:
+                        yield env.timeout(wg.released[gi][need] - env.now)
+                    self.stall_p += env.now - t0
+                    self._span(f"slot {slot} producer", "wait slot", t0, env.now)
+                wg.arrivals[gi].append(self._issue(slot, g, p, k))
+                issued[gi] += 1
+                wg.wake(wg.consumer_wait, gi)
             if phase_end:  # the next phase's tiles wait for the drain barrier
                 t0 = env.now
-                yield drained.get()
+                yield wg.drained.get()
                 self._span(f"slot {slot} producer", "wait drain", t0, env.now)
 
-    def _consumer(self, slot: int, arrived, free, drained, first_wg: bool):
+    def _consumer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
-        instr = const("WAVE_INSTR_CYCLES")
+        instr, lds = const("WAVE_INSTR_CYCLES"), const("LDS_LATENCY")
+        used = [0] * len(self.groups)
         for p, k, phase_end in self._walk():
             t0 = env.now
-            step_bytes, queues = 0, 0
+            step_bytes, queues, ready, taken = 0, 0, env.now, []
             for gi, g in enumerate(self.groups):
                 if k >= g.tiles or not g.in_pass(p):
                     continue
                 step_bytes += g.bytes(k)
                 queues += g.count
-                if not g.skipped(p, first_wg):
-                    yield arrived[gi].get()
+                if g.skipped(p, first_wg):
+                    continue
+                while len(wg.arrivals[gi]) <= used[gi]:
+                    wg.consumer_wait[gi] = env.event()
+                    yield wg.consumer_wait[gi]
+                ready = max(ready, wg.arrivals[gi][used[gi]])
+                used[gi] += 1
+                taken.append(gi)
+            if ready > env.now:
+                yield env.timeout(ready - env.now)
             waited = env.now - t0
             self.stall_c += waited
             self._span(f"slot {slot} consumers", "wait data", t0, env.now)
             # wait + arrive instruction per queue; a wake-up if they slept
-            bar = 2 * queues * instr + (const("LDS_LATENCY") if waited > 0 else 0)
-            yield from self._barrier(slot, bar)
-            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle)
-            for gi, g in enumerate(self.groups):
-                if k < g.tiles and g.in_pass(p) and not g.skipped(p, first_wg):
-                    env.timeout(const("LDS_LATENCY")).callbacks.append(lambda _, c=free[gi]: c.put(1))
+            bar = 2 * queues * instr + (lds if waited > 0 else 0)
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle, bar)
+            for gi in taken:  # the producer sees the slot free one LDS round trip later
+                wg.released[gi].append(env.now + lds)
+                wg.wake(wg.producer_wait, gi)
             if self.out_per_step:
                 self.pipes.write(self.out_per_step, env.now)
             if phase_end:  # every wavefront of the work-group meets, then the producer goes on
-                yield from self._barrier(slot, const("LDS_LATENCY"))
-                drained.put(p)
+                yield from self._compute(slot, k, 0.0, lds)
+                wg.drained.put(p)
 
-    def _barrier(self, slot: int, cycles: float):
-        self.barrier += cycles
-        t1 = self.env.now
-        yield self.env.timeout(cycles)
-        self._span(f"slot {slot} consumers", "barriers", t1, self.env.now)
-
-    def _compute(self, slot: int, k: int, cycles: float):
+    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0):
+        """`barrier` cycles of synchronisation, then `cycles` on the CU's SIMDs (shared by the
+        resident work-groups when they do not each have their own)."""
         env = self.env
+        self.barrier += barrier
         self.busy += cycles
-        if self.simd is None:  # every resident work-group has SIMDs of its own
-            t = env.now
-            yield env.timeout(cycles)
+        t = env.now
+        if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
+            if barrier + cycles:
+                yield env.timeout(barrier + cycles)
+            self._span(f"slot {slot} consumers", "barriers", t, t + barrier)
+            t += barrier
         else:
+            if barrier:
+                yield env.timeout(barrier)
+                self._span(f"slot {slot} consumers", "barriers", t, env.now)
             with self.simd.request() as req:
                 yield req
                 t = env.now
                 yield env.timeout(cycles)
-        self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
+        if cycles:
+            self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
-        env = self.env
-        arrived = [simpy.Store(env) for _ in self.groups]
-        free = [simpy.Container(env, capacity=g.slots, init=g.slots) for g in self.groups]
-        drained = simpy.Store(env)
-        p = env.process(self._producer(slot, arrived, free, drained, first_wg))
-        c = env.process(self._consumer(slot, arrived, free, drained, first_wg))
+        wg = _Queues(self.env, len(self.groups))
+        p = self.env.process(self._producer(slot, wg, first_wg))
+        c = self.env.process(self._consumer(slot, wg, first_wg))
         yield p & c
 
     # ---------------------------------------------------------------- NoATT mode
     def _work_group_noatt(self, slot: int, first_wg: bool):
-        env, m = self.env, self.m
+        env = self.env
         per_instr = const("NOATT_BYTES_PER_INSTR")
         for p, k, phase_end in self._walk():
             t0 = env.now
@@ -310,14 +340,12 @@ class Model:
             done = max(self._fetch(b, h, issue, 0.0) for b, h in parts)
             self.transfers += 1
             self.latency_sum += done - issue
-            self._flight(+1)
             yield env.timeout(done - env.now)
-            self._flight(-1)
             self.stall_c += env.now - issue
             self._span(f"slot {slot} consumers", "load (synchronous)", t0, env.now)
-            # one work-group barrier after staging into the LDS
-            yield from self._barrier(slot, const("LDS_LATENCY"))
-            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle)
+            # one work-group barrier after staging into the LDS, then the step's compute
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle,
+                                     const("LDS_LATENCY"))
             if self.out_per_step:
                 self.pipes.write(self.out_per_step, env.now)
 
@@ -342,7 +370,6 @@ class Model:
         for slot, n in enumerate(share):
             self.env.process(self._resident(slot, n))
         self.env.run()
-        self._flight(0)
         # done when the last work-group is and its results are written (pending slot
         # releases after the last tile do not count)
         end = max(max(self.finished.values()), self.pipes.free)
@@ -355,7 +382,9 @@ class Model:
                 "barrier_cycles": self.barrier * scale, "transfers": self.transfers * scale,
                 "moved": self.moved * scale, "hit_bytes": self.hit_bytes * scale,
                 "events": self.env.scheduled, "mean_latency": self.latency_sum / self.transfers if self.transfers else 0.0,
-                "mean_in_flight": self.area / self.env.now if self.env.now else 0.0,
+                # every transfer is in flight from issue to arrival: the time integral of
+                # transfers in flight is the sum of their latencies
+                "mean_in_flight": self.latency_sum / self.env.now if self.env.now else 0.0,
                 "throughput": self.transfers / self.env.now if self.env.now else 0.0,
                 "extrapolated": scale > 1}
 
@@ -393,16 +422,18 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
              exact: bool = False, max_occupancy: int = 0) -> Outcome:
     """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
     `max_occupancy` work-groups at once when given). Unless `exact` (or tracing), a loop nest
-    of many passes is simulated over about 1 + WARM_PASSES passes and PASS_PERIODS more, whole
-    periods of its loop nest, and extrapolated linearly to all of them: once the pipeline is
-    full every period does the same work (tests check it against the full run)."""
+    of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
+    periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
+    all of them: once the pipeline is full every period does the same work (tests check it
+    against the full run)."""
     exact = exact or trace
     period = pass_period(work)
     # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
     ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
     short = 1 + period * math.ceil((WARM_PASSES + ahead) / period)
-    long_ = short + period * math.ceil(PASS_PERIODS / period)
-    if exact or long_ >= work.passes:
+    steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
+    long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
+    if exact or short + long_ >= work.passes:  # two short runs would cost more than the whole
         model = Model(m, work, cfg, mode, trace, max_occupancy)
         return model.outcome(model.run(exact))
     a = Model(m, work, cfg, mode, False, max_occupancy, short)

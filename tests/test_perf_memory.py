@@ -80,9 +80,9 @@ def test_phases_drain_the_queues_and_expose_the_round_trip():
 
 @pytest.mark.parametrize("cfg", [Config(256, (2,) * 4 + (2,)), Config(512, (4,) * 4 + (8,)), Config(64, (3,) * 5)])
 def test_extrapolated_passes_match_the_full_simulation(cfg):
-    rows = Queue(1024, STREAMING, 2, passes=32, fresh=1)
-    col = Queue(1024, STATIONARY, 2, passes=32, sharers=128)
-    w = Work("mm", (rows,) * 4 + (col,), 0.0, 7, work_groups=128, output_bytes=512, flops=2 * 4 * 1024 * 32)
+    rows = Queue(1024, STREAMING, 2, passes=128, fresh=1)
+    col = Queue(1024, STATIONARY, 2, passes=128, sharers=128)
+    w = Work("mm", (rows,) * 4 + (col,), 0.0, 7, work_groups=128, output_bytes=512, flops=2 * 4 * 1024 * 128)
     fast, full = simulate(M, w, cfg), simulate(M, w, cfg, exact=True)
     assert fast.extrapolated and fast.events < full.events
     assert fast.cycles == pytest.approx(full.cycles, rel=0.005)

@@ -75,8 +75,11 @@ def test_one_slot_gives_no_overlap():
     (Config(512, (2,) * 8 + (4,)), stream(8, 2048, 4.0, stationary=2048)),
 ])
 def test_littles_law_holds_inside_the_model(cfg, work):
+    """Throughput x latency = in flight (the model counts a transfer in flight from issue to
+    arrival), and what is in flight never exceeds the slots of the resident work-groups."""
     o = simulate(M, work, cfg, exact=True)
     assert o.throughput * o.mean_latency == pytest.approx(o.mean_in_flight, rel=0.02)
+    assert 0 < o.mean_in_flight <= o.occupancy * sum(cfg.slots)
 
 
 def test_same_inputs_same_cycles():
