@@ -29,10 +29,11 @@ CONSTANTS = {
     "L2_SLICE_BYTES_PER_CYCLE": (64, "bytes", "GCN: each L2 channel (slice) returns 64 bytes per clock "
                                  "(AMD Graphics Cores Next Architecture whitepaper, 2012); CDNA 1 keeps the "
                                  "GCN L2 organisation"),
-    "DRAM_ROW_OVERHEAD_BYTES": (256, "bytes", "assumption (fitted, docs/perf-model.md): what one descriptor's "
-                                "row activation costs in lost transfer time, in bytes at peak bandwidth; a "
-                                "descriptor of s contiguous bytes streams at s / (s + this) of the peak (HBM "
-                                "reads a 2 KiB row per activation and bursts of 32-64 bytes: JEDEC JESD235)"),
+    "DRAM_ROW_OVERHEAD_BYTES": (16, "bytes", "assumption, fitted (docs/perf-model.md, bench/calibrate_model.py "
+                                "--fit): the transfer time one descriptor loses to opening its DRAM rows, in "
+                                "bytes at peak bandwidth; a descriptor of s contiguous bytes streams at "
+                                "s / (s + this) of the peak. HBM opens a 2 KiB row per activation and moves "
+                                "32-byte bursts (JEDEC JESD235); bank parallelism hides most of an activation"),
     "NOATT_BYTES_PER_INSTR": (1024, "bytes", "NoATT stages a tile with a global load and an LDS write per "
                               "1 KiB: a dwordx4 load or ds_write_b128 moves 16 bytes per lane x 64 lanes "
                               "(GCN3 ISA manual, buffer_load_dwordx4 / ds_write_b128)"),
