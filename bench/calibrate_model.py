@@ -34,6 +34,7 @@ FINE_TUNED = {
 }
 MATRIX = ("Matrix-Matrix", "Matrix-Matrix + Reduction", "Batched Matrix-Matrix")
 OTHERS = ("NoATT/Fine-Tuned", "ATT/Informed-Tuned", "ATT/Non-Tuned")
+ABOVE = 1.01  # "above" on Fig. 6: by 1% or more (a model's sub-percent difference is a tie)
 
 
 def kernels(gpu: str) -> list:
@@ -114,9 +115,10 @@ def targets(show_picks: bool) -> None:
         top = min(perf(by, "QuCo"), perf(by, "ATT/Fine-Tuned"))
         other = max(perf(by, c) for c in OTHERS)
         low = perf(by, "NoATT/Non-Tuned") <= min(perf(by, c) for c in OTHERS + ("ATT/Fine-Tuned", "QuCo"))
-        verdict(f"Fig. 6 {name}: QuCo, ATT/Fine-Tuned above NoATT/FT, Informed, Non-Tuned; NoATT/NT lowest",
-                f"QuCo {perf(by, 'QuCo'):.2f}, FT {perf(by, 'ATT/Fine-Tuned'):.2f}, best other {other:.2f}, "
-                f"NoATT/NT {perf(by, 'NoATT/Non-Tuned'):.2f}", top > other and low)
+        verdict(f"Fig. 6 {name}: QuCo, ATT/Fine-Tuned above (by 1% or more) NoATT/FT, Informed, Non-Tuned; "
+                "NoATT/NT lowest",
+                f"QuCo {perf(by, 'QuCo'):.3f}, FT {perf(by, 'ATT/Fine-Tuned'):.3f}, best other {other:.3f}, "
+                f"NoATT/NT {perf(by, 'NoATT/Non-Tuned'):.3f}", top >= ABOVE * other and low)
     mm, mv = perf(r9["Matrix-Matrix"], "ATT/Fine-Tuned"), perf(r9["Matrix-Vector"], "ATT/Fine-Tuned")
     verdict("Fig. 6: Matrix-Matrix at most 0.5 of the ideal", f"{mm:.2f}", mm <= 0.5)
     verdict("Fig. 6: Matrix-Vector at least 0.85 of the ideal", f"{mv:.2f}", mv >= 0.85)

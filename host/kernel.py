@@ -62,6 +62,8 @@ class Kernel:
     def __post_init__(self):
         """A Kernel built in Python obeys kernel.json's rules, with the same messages."""
         problems = [msg for _, msg in _checker().problems(self.document())] + _flag_problems(self.flags)
+        if not problems and self.movement:
+            problems = movement_problems(self.movement, self.phases)
         if problems:
             raise KernelError([f"Kernel({printable(str(self.name))[:40]!r}): {p}" for p in report(problems)])
 
@@ -115,6 +117,24 @@ def _movement_doc(movement, i: int) -> dict:
     return {k: v for k, v in zip(MOVEMENT_FIELDS, (passes, fresh, shared)) if v not in (0, None) and not (k == "passes" and v == 1)}
 
 
+def movement_problems(movement, phases: int = 1) -> list[str]:
+    """The loop nest's consistency, per queue (passes, fresh_passes, shared_by; 0 = default):
+    every queue's passes divide the work-group's (the most of any queue), its fresh passes
+    divide its passes, the phases divide the work-group's passes."""
+    out = []
+    total = max((p or 1 for p, _, _ in movement), default=1)
+    for i, (passes, fresh, _) in enumerate(movement):
+        passes = passes or 1
+        if total % passes:
+            out.append(f"queues[{i}].passes: {passes} does not divide the work-group's {total} passes "
+                       "(the most of any queue); expected a divisor")
+        if fresh and passes % fresh:
+            out.append(f"queues[{i}].fresh_passes: {fresh} does not divide its passes ({passes})")
+    if total % phases:
+        out.append(f"grid.phases: {phases} does not divide the work-group's {total} passes")
+    return out
+
+
 def schema() -> dict:
     """The shipped JSON Schema of kernel.json."""
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
@@ -164,6 +184,10 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
     if not isinstance(doc, dict):
         raise KernelError([not_an_object(doc, where)])
     problems = _problems(doc)
+    if not problems:  # the loop nest, once every field is of the right type and range
+        problems = movement_problems([(q.get("passes", 1), q.get("fresh_passes", 0), 0)
+                                      for q in doc["queues"] for _ in range(_count(q))],
+                                     doc.get("grid", {}).get("phases", 1))
     if problems:
         raise KernelError([f"{where}: {p}" for p in problems])
     queues, names, movement = [], [], []

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from quco.gst import abi
-from quco.host.kernel import KernelError
+from quco.host.kernel import KernelError, movement_problems
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")
@@ -65,18 +65,8 @@ class Work:
         return work
 
     def problems(self) -> list[str]:
-        """The loop nest's consistency: every queue's passes divide the work-group's, its fresh
-        passes divide its passes, the phases divide the passes."""
-        out, total = [], self.passes
-        for i, q in enumerate(self.queues):
-            if total % q.passes:
-                out.append(f"queues[{i}].passes: {q.passes} does not divide the work-group's {total} passes "
-                           "(the most of any queue); expected a divisor")
-            if q.passes % q.fresh_passes:
-                out.append(f"queues[{i}].fresh_passes: {q.fresh_passes} does not divide its passes ({q.passes})")
-        if total % self.phases:
-            out.append(f"grid.phases: {self.phases} does not divide the work-group's {total} passes")
-        return out
+        """The loop nest's consistency (quco.host.kernel.movement_problems)."""
+        return movement_problems([(q.passes, q.fresh, q.sharers) for q in self.queues], self.phases)
 
     @property
     def passes(self) -> int:

@@ -145,8 +145,11 @@ def test_movement_fields_round_trip_and_are_checked():
     assert parse_kernel({**doc, "queues": [{**q, "passes": 1, "fresh_passes": 1, "shared_by": 1} for q in doc["queues"]],
                          "grid": {"work_groups": 8}}).record() == k.record()
     bad = {**doc, "queues": [{**doc["queues"][0], "passes": 3}, doc["queues"][1]]}
-    with pytest.raises(KernelError, match=r"queues\[0\].fresh_passes: 2 does not divide its passes \(3\)"):
-        Work.of(parse_kernel(bad))
+    with pytest.raises(KernelError, match=r"^kernel: queues\[0\].passes: 3 does not divide the work-group's 4 passes"
+                       r"(.|\n)*\nkernel: queues\[0\].fresh_passes: 2 does not divide its passes \(3\)"):
+        parse_kernel(bad)
+    with pytest.raises(KernelError, match=r"grid.phases: 3 does not divide the work-group's 4 passes"):
+        dataclasses.replace(k, phases=3)  # a Kernel built in Python obeys the same rule
     with pytest.raises(KernelError, match=r"queues\[0\].passes: 0 is out of range"):
         parse_kernel({**doc, "queues": [{**doc["queues"][0], "passes": 0}]})
 
