@@ -430,7 +430,8 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     period = pass_period(work)
     # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
     ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
-    short = 1 + period * math.ceil((WARM_PASSES + ahead) / period)
+    short = 1 + WARM_PASSES + ahead
+    short += (work.passes - short) % period  # the passes left are whole periods
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
     long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
     if exact or short + long_ >= work.passes:  # two short runs would cost more than the whole
