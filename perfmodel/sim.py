@@ -23,7 +23,8 @@ the same data is loaded once and kept: per work-group (its first pass), or, for 
 stationary queue, per resident work-group slot for the work-groups that follow.
 
 Ideal (mode="ideal"): ATT, and a queue whose slots hold a whole pass keeps it for the
-work-group's later passes (the paper's ideal: unlimited LDS, all data fits).
+work-group's later passes, and loading goes on through the phases' barriers (the paper's
+ideal: unlimited LDS, all data fits, continuous tile loading).
 
 NoATT (mode="noatt"): the consumer wavefronts load each step's tiles themselves (global
 loads and LDS writes they issue, no ATT latency, no slots, one buffer per queue), wait for
@@ -68,7 +69,7 @@ class Group:
     slots: int
     stationary: bool
     resident: bool    # a stationary operand that fits: loaded once per resident slot
-    kept: bool = False  # a re-read operand that fits: loaded in the work-group's first pass only
+    kept: bool = False  # a re-read operand that fits (ideal run): loaded only in its fresh passes
     every: int = 1    # takes part in every `every`-th pass of the work-group
     period: int = 1   # of its own passes, one in `period` brings new data
     hit_fresh: float = 0.0   # L2 hit fraction of a pass with new data
@@ -83,7 +84,7 @@ class Group:
     def skipped(self, p: int, first_wg: bool) -> bool:
         """Whether its tiles of pass p are already in the LDS."""
         own = p // self.every
-        return (self.resident and (not first_wg or own > 0)) or (self.kept and own > 0)
+        return (self.resident and (not first_wg or own > 0)) or (self.kept and own % self.period > 0)
 
     def hit(self, p: int) -> float:
         return self.hit_fresh if (p // self.every) % self.period == 0 else self.hit_again
@@ -188,13 +189,13 @@ class Model:
                 q, n, s = w.queues[i], j - i, slots[i - first]
                 tiles = w.tiles(i, t)
                 last = w.pass_length(i) - (tiles - 1) * t
-                fits = s >= tiles and q.fresh_passes == 1 and self.mode != "noatt"
+                fits = s >= tiles and self.mode != "noatt"
                 stationary = q.type == STATIONARY
                 # a streaming queue streams: its tiles pass again even when they would fit,
-                # except in the ideal run, where all data fits and stays
+                # except in the ideal run, where all data fits and stays until new data comes
                 out.append(Group(i, n, tiles, n * t * q.elem_size, n * last * q.elem_size, s, stationary,
-                                 resident=fits and stationary,
-                                 kept=fits and not stationary and q.passes > 1 and self.mode == "ideal",
+                                 resident=fits and stationary and q.fresh_passes == 1,
+                                 kept=fits and not stationary and q.passes > q.fresh_passes and self.mode == "ideal",
                                  every=w.passes // q.passes, period=q.passes // q.fresh_passes,
                                  hit_fresh=hits[i][0], hit_again=hits[i][1]))
                 i = j
@@ -254,7 +255,9 @@ class Model:
                 wg.arrivals[gi].append(self._issue(slot, g, p, k))
                 issued[gi] += 1
                 wg.wake(wg.consumer_wait, gi)
-            if phase_end:  # the next phase's tiles wait for the drain barrier
+            # the next phase's tiles wait for the drain barrier, except in the ideal run: with a
+            # slot for every tile nothing is reused, so loading goes on through it
+            if phase_end and self.mode != "ideal":
                 t0 = env.now
                 yield wg.drained.get()
                 self._span(f"slot {slot} producer", "wait drain", t0, env.now)
@@ -294,7 +297,8 @@ class Model:
                 self.pipes.write(self.out_per_step, env.now)
             if phase_end:  # every wavefront of the work-group meets, then the producer goes on
                 yield from self._compute(slot, k, 0.0, lds)
-                wg.drained.put(p)
+                if self.mode != "ideal":
+                    wg.drained.put(p)
 
     def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0):
         """`barrier` cycles of synchronisation, then `cycles` on the CU's SIMDs (shared by the
