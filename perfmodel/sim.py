@@ -171,10 +171,12 @@ class Model:
         capacity = max(1, m.pools // active_pools)
         self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
         self.att_free = 0.0
+        self.desc_cycles = const("ATT_DESC_CYCLES")
         self.moved = self.hit_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
         self.transfers, self.latency_sum = 0, 0.0
         self.trace: list = []
+        self._plans: dict = {}
 
     def _groups(self) -> list[Group]:
         w, t, out = self.work, self.cfg.tile, []
@@ -209,39 +211,49 @@ class Model:
         self.hit_bytes += nbytes * hit
         return self.pipes.transfer(nbytes, hit, issue + lat, self.cfg.tile * self.work.queues[0].elem_size)
 
-    def _span(self, track: str, name: str, begin: float, end: float) -> None:
+    def _span(self, slot: int, kind: str, name, begin: float, end: float) -> None:
+        """A span of the trace (only when tracing: names are built then); `name` may be a
+        function that builds it."""
         if self.tracing and end > begin:
-            self.trace.append((track, name, begin, end))
+            self.trace.append((f"slot {slot} {kind}", name() if callable(name) else name, begin, end))
 
-    def _walk(self):
-        """The work-group's steps: (pass, tile index, whether a phase ends after it)."""
-        for p in range(self.passes):
-            for k in range(self.steps):
-                yield p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes
+    def _walk(self, first_wg: bool) -> list:
+        """The work-group's steps, worked out once per model: (pass, tile index, whether a phase
+        ends after it, bytes and queues the consumers use, and the loads: (group index, group,
+        bytes, L2 hit fraction) of the tiles not already in the LDS)."""
+        key = first_wg
+        if key not in self._plans:
+            plan = []
+            for p in range(self.passes):
+                for k in range(self.steps):
+                    part = [(gi, g) for gi, g in enumerate(self.groups) if k < g.tiles and g.in_pass(p)]
+                    plan.append((p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes,
+                                 sum(g.bytes(k) for _, g in part), sum(g.count for _, g in part),
+                                 tuple((gi, g, g.bytes(k), g.hit(p)) for gi, g in part if not g.skipped(p, first_wg))))
+            self._plans[key] = plan
+        return self._plans[key]
 
     # ---------------------------------------------------------------- ATT mode
     # A transfer's arrival time is known when it is issued, and a slot's release time when
     # its consumers finish, so the two wavefronts exchange times through lists and wake
     # each other with an event only when one is ahead of the other (few events per step).
-    def _issue(self, slot: int, g: Group, p: int, k: int) -> float:
+    def _issue(self, slot: int, g: Group, k: int, nbytes: int, hit: float) -> float:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
-        done = self._fetch(g.bytes(k), g.hit(p), self.att_free, self.m.lat_att)
+        self.att_free = max(now, self.att_free) + g.count * self.desc_cycles
+        done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
-        self._span(f"slot {slot} ATT", f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
+        self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
                    now, done)
         return done
 
     def _producer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
         issued = [0] * len(self.groups)
-        for p, k, phase_end in self._walk():
-            for gi, g in enumerate(self.groups):
-                if k >= g.tiles or not g.in_pass(p) or g.skipped(p, first_wg):
-                    continue
+        for p, k, phase_end, _, _, loads in self._walk(first_wg):
+            for gi, g, nbytes, hit in loads:
                 need = issued[gi] - g.slots  # the release that frees this tile's slot
                 if need >= 0:
                     t0 = env.now
@@ -251,8 +263,8 @@ class Model:
                     if wg.released[gi][need] > env.now:
                         yield env.timeout(wg.released[gi][need] - env.now)
                     self.stall_p += env.now - t0
-                    self._span(f"slot {slot} producer", "wait slot", t0, env.now)
-                wg.arrivals[gi].append(self._issue(slot, g, p, k))
+                    self._span(slot, "producer", "wait slot", t0, env.now)
+                wg.arrivals[gi].append(self._issue(slot, g, k, nbytes, hit))
                 issued[gi] += 1
                 wg.wake(wg.consumer_wait, gi)
             # the next phase's tiles wait for the drain barrier, except in the ideal run: with a
@@ -260,37 +272,29 @@ class Model:
             if phase_end and self.mode != "ideal":
                 t0 = env.now
                 yield wg.drained.get()
-                self._span(f"slot {slot} producer", "wait drain", t0, env.now)
+                self._span(slot, "producer", "wait drain", t0, env.now)
 
     def _consumer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
         instr, lds = const("WAVE_INSTR_CYCLES"), const("LDS_LATENCY")
         used = [0] * len(self.groups)
-        for p, k, phase_end in self._walk():
-            t0 = env.now
-            step_bytes, queues, ready, taken = 0, 0, env.now, []
-            for gi, g in enumerate(self.groups):
-                if k >= g.tiles or not g.in_pass(p):
-                    continue
-                step_bytes += g.bytes(k)
-                queues += g.count
-                if g.skipped(p, first_wg):
-                    continue
+        for p, k, phase_end, step_bytes, queues, loads in self._walk(first_wg):
+            t0 = ready = env.now
+            for gi, _, _, _ in loads:
                 while len(wg.arrivals[gi]) <= used[gi]:
                     wg.consumer_wait[gi] = env.event()
                     yield wg.consumer_wait[gi]
                 ready = max(ready, wg.arrivals[gi][used[gi]])
                 used[gi] += 1
-                taken.append(gi)
             if ready > env.now:
                 yield env.timeout(ready - env.now)
             waited = env.now - t0
             self.stall_c += waited
-            self._span(f"slot {slot} consumers", "wait data", t0, env.now)
+            self._span(slot, "consumers", "wait data", t0, env.now)
             # wait + arrive instruction per queue; a wake-up if they slept
             bar = 2 * queues * instr + (lds if waited > 0 else 0)
             yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle, bar)
-            for gi in taken:  # the producer sees the slot free one LDS round trip later
+            for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
                 wg.wake(wg.producer_wait, gi)
             if self.out_per_step:
@@ -310,18 +314,18 @@ class Model:
         if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
             if barrier + cycles:
                 yield env.timeout(barrier + cycles)
-            self._span(f"slot {slot} consumers", "barriers", t, t + barrier)
+            self._span(slot, "consumers", "barriers", t, t + barrier)
             t += barrier
         else:
             if barrier:
                 yield env.timeout(barrier)
-                self._span(f"slot {slot} consumers", "barriers", t, env.now)
+                self._span(slot, "consumers", "barriers", t, env.now)
             with self.simd.request() as req:
                 yield req
                 t = env.now
                 yield env.timeout(cycles)
         if cycles:
-            self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
+            self._span(slot, "consumers", lambda: f"compute tile {k}", t, env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
         wg = _Queues(self.env, len(self.groups))
@@ -333,10 +337,9 @@ class Model:
     def _work_group_noatt(self, slot: int, first_wg: bool):
         env = self.env
         per_instr = const("NOATT_BYTES_PER_INSTR")
-        for p, k, phase_end in self._walk():
+        for p, k, phase_end, step_bytes, _, loads in self._walk(first_wg):
             t0 = env.now
-            parts = [(g.bytes(k), g.hit(p)) for g in self.groups if k < g.tiles and g.in_pass(p)]
-            step_bytes = sum(b for b, _ in parts)
+            parts = [(b, h) for _, _, b, h in loads]
             # the consumers issue the loads (and, once in, the LDS writes): SIMD time
             staging = 2 * math.ceil(step_bytes / per_instr) * const("WAVE_INSTR_CYCLES") / self.active_pools
             yield from self._compute(slot, k, staging)
@@ -346,7 +349,7 @@ class Model:
             self.latency_sum += done - issue
             yield env.timeout(done - env.now)
             self.stall_c += env.now - issue
-            self._span(f"slot {slot} consumers", "load (synchronous)", t0, env.now)
+            self._span(slot, "consumers", "load (synchronous)", t0, env.now)
             # one work-group barrier after staging into the LDS, then the step's compute
             yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle,
                                      const("LDS_LATENCY"))
