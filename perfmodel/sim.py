@@ -172,6 +172,11 @@ class Model:
         self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
         self.att_free = 0.0
         self.desc_cycles = const("ATT_DESC_CYCLES")
+        # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
+        # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
+        self.request_bytes = cfg.tile * work.queues[0].elem_size
+        if mode == "noatt":
+            self.request_bytes = min(self.request_bytes, const("NOATT_BYTES_PER_INSTR"))
         self.moved = self.hit_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
         self.transfers, self.latency_sum = 0, 0.0
@@ -209,7 +214,7 @@ class Model:
         lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
-        return self.pipes.transfer(nbytes, hit, issue + lat, self.cfg.tile * self.work.queues[0].elem_size)
+        return self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
 
     def _span(self, slot: int, kind: str, name, begin: float, end: float) -> None:
         """A span of the trace (only when tracing: names are built then); `name` may be a
