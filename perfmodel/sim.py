@@ -42,7 +42,7 @@ from quco.perfmodel.params import Machine, const
 from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
-WARM_PASSES = 1   # passes simulated, beyond the producer's run-ahead, before the steady state (simulate)
+WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
