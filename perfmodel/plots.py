@@ -89,7 +89,8 @@ def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: st
     width = 0.8 / len(cases)
     n_groups = max(len({k for k, _ in v}) for v in per_gpu.values()) + 1
     with rc_context(STYLE):
-        fig = _figure(max(6.0, 0.25 * len(cases) * n_groups + 2), 2.8 * len(per_gpu))
+        # a panel tall enough to read a 5% difference between bars, plus the legend's band on top
+        fig = _figure(max(6.0, 0.2 * len(cases) * n_groups + 2), 3.4 * len(per_gpu) + 0.8)
         axes = fig.subplots(len(per_gpu), 1, squeeze=False)[:, 0]
         for ax, (gpu, values) in zip(axes, per_gpu.items()):
             groups, values = _with_geomean(values, cases)
@@ -102,6 +103,8 @@ def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: st
             ax.axvline(len(groups) - 1.5, color="0.7", linewidth=0.8)  # kernels | geomean
             ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
             ax.set_ylabel(ylabel)
+            ax.yaxis.grid(True, color="0.9", linewidth=0.6)
+            ax.set_axisbelow(True)
             ax.set_title(gpu)
         used = [c for c in cases if any(c == case for v in per_gpu.values() for _, case in v)]
         fig.legend(handles=[Patch(color=colours[c], label=c) for c in used], loc="outside upper center",
