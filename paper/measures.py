@@ -117,6 +117,19 @@ def model_pick(src, gpu, kernel, case):
     return pick_of(row["tile"], slots, data["streaming"], row["config"])
 
 
+@_measure(_kernel_needs)
+def pick_gap(src, gpu, kernel, tile, slots):
+    """The paper's pick run on our model: % over the model's best (None: it does not fit our LDS)."""
+    data = src[("kernel", gpu, kernel)]
+    fine = next(r for r in data["rows"] if r["case"] == "ATT/Fine-Tuned")
+    cycles = data["by_pick"].get(f"{tile}/{slots}")
+    if cycles is None:
+        raise SourceFailed(f"{tile} / {slots} does not fit {gpu}'s LDS as the unit lays it out (metadata + queue blocks)")
+    if not fine.get("cycles"):
+        return None
+    return 100.0 * (cycles / fine["cycles"] - 1.0)
+
+
 @_measure(lambda a: [("launch", a["gpu"])])
 def picks_differ(src, gpu, kernels, part):
     """Whether the firmware tells two kernels apart: their tiles (part "tile") or streaming slots."""

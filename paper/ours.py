@@ -106,8 +106,26 @@ def _label(k, tile, slots) -> str:
 def _kernel(gpu: str, stem: str, firmware=None) -> dict:
     from quco.perfmodel import evaluate
     k = kernel(gpu, stem)
-    rows = evaluate.kernel_rows(gpu, tables.load(gpu), k, firmware, ablations=True)
-    return {"gpu": gpu, "stem": stem, "name": k.name, "streaming": _streaming(k.queues), "rows": rows}
+    gst = tables.load(gpu)
+    rows = evaluate.kernel_rows(gpu, gst, k, firmware, ablations=True)
+    return {"gpu": gpu, "stem": stem, "name": k.name, "streaming": _streaming(k.queues), "rows": rows,
+            "by_pick": _best_by_pick(k, gst)}
+
+
+def _best_by_pick(k, gst: bytes) -> dict:
+    """{"tile/slots": cycles}: the model's best configuration with that tile and that many slots
+    on every streaming queue (the stationary queues' slots at their best: the paper gives one
+    count per kernel). The exhaustive ranking kernel_rows made is cached, so this costs lookups."""
+    from quco.perfmodel import search
+    from quco.perfmodel.params import machine
+    from quco.perfmodel.work import Work
+    g, work = tables.unpack(gst), Work.of(k)
+    out = {}
+    for r in search.exhaustive(machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), g, work):   # best first
+        streaming = {s for q, s in zip(work.queues, r.config.slots) if q.type == STREAMING}
+        if len(streaming) == 1:
+            out.setdefault(f"{r.config.tile}/{streaming.pop()}", r.outcome.cycles)
+    return out
 
 
 def _workload(name: str, firmware=None) -> dict:

@@ -200,6 +200,34 @@ def test_kernel_measures_on_hand_made_rows(monkeypatch):
     assert judge(claim("range", hi=1.04, tolerance=1.74), measures.compute("mean_gap", src, {"gpu": "g"})) == MISSING
 
 
+def test_the_papers_pick_on_our_model_against_our_best(monkeypatch):
+    src = {("kernel", "g", "a"): {**kernel_source("g", "a", {"ATT/Fine-Tuned": 100.0}),
+                                  "by_pick": {"512/2": 100.0, "1024/2": 100.5, "512/4": 103.0}}}
+    gap = lambda tile, slots: measures.compute("pick_gap", src, {"gpu": "g", "kernel": "a", "tile": tile, "slots": slots})
+    assert gap(512, 2) == pytest.approx(0.0) and gap(1024, 2) == pytest.approx(0.5) and gap(512, 4) == pytest.approx(3.0)
+    within_1pct = claim("range", lo=0, hi=1, tolerance=2)
+    assert [judge(within_1pct, gap(*p)) for p in ((1024, 2), (512, 4))] == [HOLDS, WITHIN]
+    assert judge(within_1pct, 3.5) == DIFFERS
+    with pytest.raises(measures.SourceFailed, match="2048 / 8 does not fit g's LDS"):
+        gap(2048, 8)
+
+
+def test_best_by_pick_is_the_best_stationary_slots_for_each_streaming_pick():
+    from quco.paper import ours
+    from quco.perfmodel import search
+    from quco.perfmodel.params import machine
+    from quco.perfmodel.work import Work
+    from quco.gst import tables
+    k = ours.kernel("r9-nano", "matrix-vector")
+    table = ours._best_by_pick(k, tables.load("r9-nano"))
+    g, work = tables.unpack(tables.load("r9-nano")), Work.of(k)
+    ranked = search.exhaustive(machine(g), g, work)
+    # by hand: the cheapest configuration with tile 512 and 2 slots on all eight streaming queues
+    by_hand = min(r.outcome.cycles for r in ranked if r.config.tile == 512 and set(r.config.slots[:8]) == {2})
+    assert table["512/2"] == by_hand
+    assert min(table.values()) == ranked[0].outcome.cycles
+
+
 def test_a_failed_source_is_named_on_the_claim():
     from quco.paper import scorecard
     c = Claim(id="x", source="Fig. 9", statement="s", paper="p", kind="range", measure="workload_speedup",
