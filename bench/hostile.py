@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hostile_corpus import Case, corpus
-from quco.host.fuzz_files import run_cli
+from quco.cli.fuzz_files import run_cli
 
 OLD = b"the previous output, which a failed run must leave alone\n"
 PLACES = ("{k}", "{g}", "{p}", "{dir}", "{fifo}", "{tmp}", "{out}")

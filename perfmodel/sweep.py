@@ -136,7 +136,7 @@ def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
             done += len(chunks[index[fut]])
             report(done, len(tasks))
     except BaseException:
-        # Ctrl-C, SIGTERM (host/cli.py raises it here) or a failed task: end the workers now
+        # Ctrl-C, SIGTERM (cli/main.py raises it here) or a failed task: end the workers now
         # rather than let them finish their chunks; shutdown() then reaps them
         for proc in multiprocessing.active_children():  # also one started but not yet the pool's
             with contextlib.suppress(OSError):

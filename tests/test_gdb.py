@@ -19,7 +19,7 @@ from conftest import MM_KERNEL
 from quco.emulator import elf, gdbstub, rsp
 from quco.emulator.debug import Target
 from quco.gst import abi, tables
-from quco.host import cli
+from quco.cli import main as cli
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
@@ -296,7 +296,7 @@ def test_busy_port_is_refused_with_exit_code_2(capsys, elf_path):
 
 
 def test_cli_prints_the_attach_command_and_serves_until_the_end(elf_path, gdb, expected):
-    proc = subprocess.Popen([sys.executable, "-m", "quco.host.cli", "gdb", str(MM_KERNEL), "--firmware",
+    proc = subprocess.Popen([sys.executable, "-m", "quco.cli.main", "gdb", str(MM_KERNEL), "--firmware",
                              str(elf_path), "--port", "0", "--at", "launch"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

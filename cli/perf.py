@@ -1,5 +1,5 @@
 """quco-emu search and evaluate, and launch --model: the performance model (quco.perfmodel)
-from the command line. host/cli.py registers these commands and maps errors to exit codes.
+from the command line. cli/main.py registers these commands and maps errors to exit codes.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from quco.cli import common
 from quco.examples import KERNELS as EXAMPLES
 from quco.gst import tables
 from quco.gst.userinput import int_option, printable
@@ -20,12 +21,6 @@ from quco.perfmodel import evaluate as ev
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Queue, Work
-
-
-def _cli():
-    """host/cli.py (its console, UserError and GST checks); it imports this module."""
-    from quco.host import cli
-    return cli
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -49,7 +44,7 @@ def model_bound(kernel, g: dict, where: str) -> None:
     tile = (search.tiles(g) or [search.TILE_RANGE[0]])[0]
     n = sum(work.tiles(first, tile) for first, _ in work.runs())
     if n > MAX_MODEL_TILES:
-        raise _cli().UserError(
+        raise common.UserError(
             f"{where}: the performance model walks every tile of a work-group: {n:,} tiles of {tile} elements "
             f"(queue lengths up to {max(q.length for q in work.queues):,}); it takes at most {MAX_MODEL_TILES:,} "
             f"(about a minute for search, which tries every tile size), so this kernel would run for "
@@ -63,10 +58,9 @@ def model_of(kernel, gpu: str, gst: bytes | None = None):
 
 
 def cmd_search(args) -> int:
-    cli = _cli()
-    out, fail = cli.out, cli.UserError
+    out, fail = common.out, common.UserError
     kernel = load_kernel(args.kernel)
-    gpu, gst = cli._target(args, kernel)
+    gpu, gst = common.target(args, kernel)
     model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     g, m, work = model_of(kernel, gpu, gst)
     ranked = search.exhaustive(m, g, work)
@@ -105,8 +99,7 @@ def _run(tasks, args, fn):
 
 
 def cmd_evaluate(args) -> int:
-    cli = _cli()
-    out = cli.out
+    out = common.out
     from quco.perfmodel import sweep
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
         sweep.check_table_path(args.out)
@@ -114,14 +107,14 @@ def cmd_evaluate(args) -> int:
     if args.scheduler is not None:
         sweep.check_scheduler(args.scheduler)
     if args.scheduler is not None and args.workers is not None and args.scheduler != "local-dask":
-        raise cli.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
+        raise common.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
                             f"{printable(args.scheduler)} has its own workers")
     gpus = args.gpu or tables.preset_names()
-    gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
+    gsts = {gpu: common.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
-            cli.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
+            common.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
             model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]

@@ -42,8 +42,8 @@ class Outcome:
 
 
 def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
-    """cli.main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
-    from quco.host import cli
+    """quco-emu's main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
+    from quco.cli import main  # loaded at the first run, not when a test collects this module
 
     def alarm(signum, frame):
         raise Hang()
@@ -54,7 +54,7 @@ def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                code = cli.main([str(a) for a in argv])
+                code = main.main([str(a) for a in argv])
             except SystemExit as e:  # argparse: exit 2 on a usage error
                 code = e.code if isinstance(e.code, int) else 2
     except Hang:
