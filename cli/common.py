@@ -10,10 +10,10 @@ import sys
 
 from rich.console import Console
 
-from quco.gst import tables
-from quco.gst.userinput import printable
-from quco.host import atomic
-from quco.host.kernel import partition_problems
+from ..gst import tables
+from ..gst.userinput import printable
+from ..host import atomic
+from ..host.kernel import partition_problems
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
@@ -90,7 +90,7 @@ def checked_profile(spec) -> None:
     """--profile: a timing profile whose instructions take time (see ZERO_ISSUE)."""
     if spec is None:
         return
-    from quco.emulator.timing import CLASSES, OPTIONAL, load_profile
+    from ..emulator.timing import CLASSES, OPTIONAL, load_profile
     p = load_profile(spec)  # ProfileError (exit 2) for a file that breaks the schema
     free = [c for c in (*CLASSES, *OPTIONAL) if p.issue.get(c, 1) < 1]  # in the file's documented order
     if free:

@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from quco.gst import schema
+from ..gst import schema
 
 EXIT_CODES = {0, 1, 2, 3, 4, 5}  # host/cli.py's codes an input file can cause (6, a misbehaving firmware, cannot)
 
@@ -43,7 +43,7 @@ class Outcome:
 
 def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
     """quco-emu's main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
-    from quco.cli import main  # loaded at the first run, not when a test collects this module
+    from . import main  # loaded at the first run, not when a test collects this module
 
     def alarm(signum, frame):
         raise Hang()
@@ -171,9 +171,9 @@ def toml_line_mutation(rng: random.Random, text: str) -> str:
 
 # ---------------------------------------------------------------- a campaign
 def _sources():
-    from quco import examples
-    from quco.emulator import timing
-    from quco.gst import tables
+    from .. import examples
+    from ..emulator import timing
+    from ..gst import tables
     return (sorted(examples.KERNELS.rglob("*.json")), sorted(tables.PRESET_DIR.glob("*.toml")),
             sorted(timing.PROFILE_DIR.glob("*.toml")))
 
@@ -182,7 +182,7 @@ def mutant(rng: random.Random, folder) -> tuple[str, list[str]]:
     """One mutated input file written into `folder` and the command line that reads it:
     (kind, argv), kind one of kernel, gst-toml, gst-binary, profile."""
     from pathlib import Path
-    from quco.gst import tables
+    from ..gst import tables
     kernels, presets, profiles = _sources()
     folder, n = Path(folder), rng.randrange(10**9)
     kind = rng.choice(["kernel", "kernel", "gst-toml", "gst-binary", "profile"])

@@ -8,9 +8,9 @@ import ipaddress
 import shutil
 import sys
 
-from quco.cli import common
-from quco.gst.userinput import printable, whole_number
-from quco.host.kernel import load_kernel
+from . import common
+from ..gst.userinput import printable, whole_number
+from ..host.kernel import load_kernel
 
 MAX_LAUNCHES = 10_000  # a session a person steps through; each launch is pushed when the last ends
 
@@ -39,9 +39,9 @@ def _gdb_address(args) -> tuple[str, int]:
 
 def cmd_gdb(args) -> int:
     """Serve the GDB remote protocol for one kernel's boot and launches (emulator/gdbstub.py)."""
-    from quco.emulator import elf, gdbstub
-    from quco.emulator.debug import Target
-    from quco.host.device import firmware_path
+    from ..emulator import elf, gdbstub
+    from ..emulator.debug import Target
+    from ..host.device import firmware_path
     kernel = load_kernel(args.kernel)
     gpu, gst = common.target(args, kernel)
     host, port = _gdb_address(args)

@@ -7,10 +7,10 @@ import json
 
 from rich.table import Table
 
-from quco.cli import common
-from quco.gst import abi, tables
-from quco.gst.userinput import printable
-from quco.host import atomic
+from . import common
+from ..gst import abi, tables
+from ..gst.userinput import printable
+from ..host import atomic
 
 
 def _text(raw: bytes) -> str:

@@ -9,15 +9,15 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from quco import examples
-from quco.cli import perf
-from quco.cli.common import (EXIT_MISMATCH, EXIT_STATUS, UserError, checked_gst, checked_profile, clock_mhz, err,
-                             out, target, write_output)
-from quco.gst import abi, tables
-from quco.gst.userinput import printable
-from quco.host import atomic, explain, profile, reference
-from quco.host.device import QUCO_CLOCK_MHZ, Device, LaunchResult, result_from
-from quco.host.kernel import load_kernel
+from .. import examples
+from . import perf
+from .common import (EXIT_MISMATCH, EXIT_STATUS, UserError, checked_gst, checked_profile, clock_mhz, err,
+                     out, target, write_output)
+from ..gst import abi, tables
+from ..gst.userinput import printable
+from ..host import atomic, explain, profile, reference
+from ..host.device import QUCO_CLOCK_MHZ, Device, LaunchResult, result_from
+from ..host.kernel import load_kernel
 
 
 def _device(gpu: str, gst: bytes, firmware, **options) -> Device:

@@ -27,17 +27,17 @@ import argparse
 import contextlib
 import os
 
-from quco.cli import gdb, gst, launch, paper, perf, run
-from quco.cli.common import (EXIT_FAULT, EXIT_FIRMWARE, EXIT_FIRMWARE_MISBEHAVED, EXIT_INPUT, EXIT_STATUS, UserError,
-                             err, out)
-from quco.emulator.faults import ElfError, Fault, FirmwareMisbehaved
-from quco.emulator.timing import ProfileError
-from quco.gst import tables
-from quco.gst.userinput import printable
-from quco.host import atomic
-from quco.host.device import DeviceError, firmware_path
-from quco.host.kernel import KernelError
-from quco.perfmodel.sweep import SweepError
+from . import gdb, gst, launch, paper, perf, run
+from .common import (EXIT_FAULT, EXIT_FIRMWARE, EXIT_FIRMWARE_MISBEHAVED, EXIT_INPUT, EXIT_STATUS, UserError,
+                     err, out)
+from ..emulator.faults import ElfError, Fault, FirmwareMisbehaved
+from ..emulator.timing import ProfileError
+from ..gst import tables
+from ..gst.userinput import printable
+from ..host import atomic
+from ..host.device import DeviceError, firmware_path
+from ..host.kernel import KernelError
+from ..perfmodel.sweep import SweepError
 
 if _GUARD:  # loaded: main() handles Ctrl-C from here on
     signal.signal(signal.SIGINT, signal.default_int_handler)

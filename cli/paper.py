@@ -22,11 +22,11 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from quco.cli import common
-from quco.paper import claims as claims_mod
-from quco.paper import report, scorecard
-from quco.paper.measures import MEASURES
-from quco.paper.ours import GPUS
+from . import common
+from ..paper import claims as claims_mod
+from ..paper import report, scorecard
+from ..paper.measures import MEASURES
+from ..paper.ours import GPUS
 
 VERDICT_STYLE = {"holds": "green", "within tolerance": "yellow", "differs": "red", "no verdict": "dim",
                  "could not compute": "magenta"}
@@ -94,12 +94,12 @@ def cmd_paper(args) -> int:
     out_dir = report.check_out_dir(args.out) if args.out else None   # refused before any work
     before = None
     if args.baseline is not None:
-        from quco.gst.userinput import UserFileError
+        from ..gst.userinput import UserFileError
         try:
             before = scorecard.read_baseline(args.baseline)
         except UserFileError as e:
             raise fail(f"--baseline: {e}") from None
-    from quco.perfmodel.sweep import SweepError
+    from ..perfmodel.sweep import SweepError
     start = time.monotonic()
     show = not args.json and os.isatty(2)
     with Progress(console=common.err, transient=True, disable=not show) as bar:

@@ -11,16 +11,16 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from quco.cli import common
-from quco.examples import KERNELS as EXAMPLES
-from quco.gst import tables
-from quco.gst.userinput import int_option, printable
-from quco.host import atomic
-from quco.host.kernel import load_kernel
-from quco.perfmodel import evaluate as ev
-from quco.perfmodel import search
-from quco.perfmodel.params import machine
-from quco.perfmodel.work import Config, Queue, Work
+from . import common
+from ..examples import KERNELS as EXAMPLES
+from ..gst import tables
+from ..gst.userinput import int_option, printable
+from ..host import atomic
+from ..host.kernel import load_kernel
+from ..perfmodel import evaluate as ev
+from ..perfmodel import search
+from ..perfmodel.params import machine
+from ..perfmodel.work import Config, Queue, Work
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -91,7 +91,7 @@ def _kernel_task(task):
 
 
 def _run(tasks, args, fn):
-    from quco.perfmodel import sweep  # imports dask lazily: only a sweep needs it
+    from ..perfmodel import sweep  # imports dask lazily: only a sweep needs it
     with Progress(transient=True, disable=args.json or not os.isatty(2)) as bar:
         job = bar.add_task("model", total=len(tasks))
         return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
@@ -100,7 +100,7 @@ def _run(tasks, args, fn):
 
 def cmd_evaluate(args) -> int:
     out = common.out
-    from quco.perfmodel import sweep
+    from ..perfmodel import sweep
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
         sweep.check_table_path(args.out)
     atomic.check_folder(args.plot)
@@ -133,7 +133,7 @@ def cmd_evaluate(args) -> int:
     if args.out is not None:
         sweep.write_table(rows, args.out)
     if args.plot is not None:
-        from quco.perfmodel import plots
+        from ..perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         written = plots.fig6([r for r in rows if r["case"] in plots.FIG6_CASES], args.plot)
         if not args.no_ablation:
@@ -205,14 +205,14 @@ def _ablation_table(gpu: str, rows: list[dict]) -> Table:
 # ---------------------------------------------------------------- launch --model
 def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     """The modelled run time of `kernel` with the configuration the unit just wrote."""
-    from quco.perfmodel.sim import simulate
-    from quco.perfmodel.trace import chrome_trace
+    from ..perfmodel.sim import simulate
+    from ..perfmodel.trace import chrome_trace
     g, m, work = model_of(kernel, gpu)
     cfg = Config(res.tile, tuple(q.slots for q in res.queues))
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")
-        from quco.host.atomic import write_text
+        from ..host.atomic import write_text
         write_text(trace_path, json.dumps(doc))
     return {"config": cfg.label(work), **o.as_dict(), "clock_mhz": m.clock_mhz}
 

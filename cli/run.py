@@ -14,14 +14,14 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from quco.cli.common import UserError, checked_gst, checked_profile, clock_mhz, err, out
-from quco.cli.perf import model_bound
-from quco.gst import abi, tables
-from quco.gst.userinput import printable, whole_number
-from quco.host import atomic
-from quco.host.atomic import write_text
-from quco.host.device import QUCO_CLOCK_MHZ
-from quco.workloads import baselines, dvfs, format, runner
+from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
+from .perf import model_bound
+from ..gst import abi, tables
+from ..gst.userinput import printable, whole_number
+from ..host import atomic
+from ..host.atomic import write_text
+from ..host.device import QUCO_CLOCK_MHZ
+from ..workloads import baselines, dvfs, format, runner
 
 PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --layers
 
@@ -128,10 +128,10 @@ def cmd_run(args) -> int:
     types = baselines.by_type(steps)
     written = []
     if args.trace is not None:
-        from quco.workloads.trace import chrome_trace
+        from ..workloads.trace import chrome_trace
         write_text(args.trace, json.dumps(chrome_trace(steps, tenants, gpu)))
     if args.plot is not None:
-        from quco.workloads import plots
+        from ..workloads import plots
         if summary:
             for tid, t in enumerate(tenants):
                 written += plots.fig9([r for r in types if r["tenant"] == tid], t.workload.name, args.plot)
@@ -276,8 +276,8 @@ def _dvfs_table(c: dict, every_layer: bool) -> Table:
 
 
 def cmd_import(args) -> int:
-    from quco.gst.userinput import printable
-    from quco.workloads import onnx_import
+    from ..gst.userinput import printable
+    from ..workloads import onnx_import
     if not args.output:
         raise UserError("-o/--output: empty; expected the workload JSON file to write")
     if args.name is not None and not args.name.strip():

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import socket
 
-from quco.emulator.debug import SIGTRAP, Stop, Target
-from quco.emulator import rsp
-from quco.emulator.rsp import INTERRUPT, MAX_PACKET, Channel, escape
+from .debug import SIGTRAP, Stop, Target
+from . import rsp
+from .rsp import INTERRUPT, MAX_PACKET, Channel, escape
 from unicorn.riscv_const import UC_RISCV_REG_F0, UC_RISCV_REG_FCSR, UC_RISCV_REG_FFLAGS, UC_RISCV_REG_FRM, \
     UC_RISCV_REG_X0
 

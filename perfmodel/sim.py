@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from quco.perfmodel.params import Machine, const
-from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
+from .params import Machine, const
+from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 
