@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..gst import schema
 
-EXIT_CODES = {0, 1, 2, 3, 4, 5}  # host/cli.py's codes an input file can cause (6, a misbehaving firmware, cannot)
+EXIT_CODES = {0, 1, 2, 3, 4, 5}  # cli/common.py's codes an input file can cause (6, a misbehaving firmware, cannot)
 
 
 class Hang(BaseException):
