@@ -20,7 +20,8 @@ from ..host.kernel import load_kernel
 from ..perfmodel import evaluate as ev
 from ..perfmodel import search
 from ..perfmodel.params import machine
-from ..perfmodel.work import Config, Queue, Work
+from ..perfmodel.sim import occupancy
+from ..perfmodel.work import Config, Queue, Work, fits
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -63,25 +64,51 @@ def cmd_search(args) -> int:
     gpu, gst = common.target(args, kernel)
     model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     g, m, work = model_of(kernel, gpu, gst)
+    if args.top < 0:
+        raise fail(f"--top: {args.top} is out of range; expected 0 (every configuration) or more")
+    asked = None
+    if args.config:
+        try:
+            asked = Config.parse(work, args.config)
+        except ValueError as e:
+            raise fail(f"--config: {e}") from None
     ranked = search.exhaustive(m, g, work)
     if not ranked:
         raise fail(f"{kernel.name} on {gpu}: no tile x slots configuration fits one work-group in the LDS")
     best = ranked[0].outcome.cycles
-    top = [dict(config_doc(work, r.config, r.outcome.cycles, best), occupancy=r.outcome.occupancy,
-                dram_gbps=r.outcome.dram_gbps, compute_util=r.outcome.compute_util) for r in ranked[:10]]
+
+    def doc(r, rank):
+        return dict(config_doc(work, r.config, r.outcome.cycles, best), rank=rank, occupancy=r.outcome.occupancy,
+                    dram_gbps=r.outcome.dram_gbps, l2_hit=r.outcome.l2_hit, compute_util=r.outcome.compute_util)
+    top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
+    named = _named(m, work, ranked, asked, doc, fail) if asked else None
     if args.json:
         print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked),
-                          "best": top[0], "top": top}, indent=2))
+                          "best": doc(ranked[0], 1), "top": top, **({"config": named} if asked else {})}, indent=2))
         return 0
     t = Table(title=Text(f"{kernel.name} on {gpu}: {len(ranked)} configurations on the model"),
               caption="slots: per run of identical queues, in queue order")
-    for col in ("#", "tile / slots", "cycles", "gap", "WGs/CU", "DRAM GB/s", "compute"):
+    for col in ("#", "tile / slots", "cycles", "gap", "WGs/CU", "DRAM GB/s", "L2 hits", "compute"):
         t.add_column(col, justify="right")
-    for i, r in enumerate(top):
-        t.add_row(str(i + 1), r["label"], f"{r['cycles']:,.0f}", f"{r['gap_pct']:+.2f}%", str(r["occupancy"]),
-                  f"{r['dram_gbps']:,.1f}", f"{100 * r['compute_util']:.0f}%")
+    for r in top + ([named] if named and named["rank"] > len(top) else []):
+        t.add_row(str(r["rank"]), r["label"], f"{r['cycles']:,.0f}", f"{r['gap_pct']:+.2f}%", str(r["occupancy"]),
+                  f"{r['dram_gbps']:,.1f}", f"{100 * r['l2_hit']:.0f}%", f"{100 * r['compute_util']:.0f}%",
+                  style="bold" if named and r["rank"] == named["rank"] else None)
     out.print(t)
+    if named:
+        out.print(Text(f"{args.config}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
+                       f"over the best, rank {named['rank']} of {len(ranked)}"))
     return 0
+
+
+def _named(m, work, ranked, cfg, doc, fail) -> dict:
+    """The row of a configuration named on the command line, ranked among the space."""
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        raise fail(f"--config: {cfg.label(work)} does not fit one work-group on a CU of this GPU "
+                   f"(LDS {m.lds_bytes:,} bytes, {m.barrier_limit} barriers)")
+    r = search.Ranked(cfg, search.evaluate(m, work, cfg))
+    rank = 1 + sum(1 for x in ranked if x.outcome.cycles < r.outcome.cycles)
+    return doc(r, rank)
 
 
 # ---------------------------------------------------------------- evaluate
@@ -222,6 +249,10 @@ def add_parsers(sub) -> None:
     p.add_argument("kernel")
     p.add_argument("--gpu", help="GST preset or file")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N fastest (0: every configuration)")
+    p.add_argument("--config", metavar="TILE/SLOTS",
+                   help="also evaluate this configuration and rank it, e.g. 512/2 (every queue) or 512/2+4 "
+                        "(slots per run of identical queues)")
     p.set_defaults(func=cmd_search)
     p = sub.add_parser("evaluate", help="the paper's cases, ablations and portability on the model")
     p.add_argument("kernels", nargs="*",

@@ -53,10 +53,17 @@ class Kernel:
     work_groups: int = 0   # grid size for the performance model; 0 = one per active CU
     output_bytes: int = 0  # bytes one work-group writes to global memory
     flops_per_work_group: int = 0  # for the performance model; 0 = CI x the bytes the queues carry
+    # How the data moves, for the performance model only (the launch record never carries it):
+    # per queue (passes, fresh_passes, shared_by), 0 = the default; empty = all defaults.
+    movement: list[tuple[int, int, int]] = field(default_factory=list)
+    phases: int = 1    # the work-group's passes fall into this many phases, each ended by a drain
+    split_k: int = 1   # work-groups that share one queue length (split K), reduced after the grid
 
     def __post_init__(self):
         """A Kernel built in Python obeys kernel.json's rules, with the same messages."""
         problems = [msg for _, msg in _checker().problems(self.document())] + _flag_problems(self.flags)
+        if not problems and self.movement:
+            problems = movement_problems(self.movement, self.phases)
         if problems:
             raise KernelError([f"Kernel({printable(str(self.name))[:40]!r}): {p}" for p in report(problems)])
 
@@ -72,16 +79,18 @@ class Kernel:
 
         doc = {"name": self.name, "compute_intensity": self.ci_class or number(self.compute_intensity),
                "consumer_wavefronts": whole(self.consumer_wavefronts),
-               "queues": [{"type": types.get(q[1], q[1]), "length": whole(q[0]), "elem_size": whole(q[2])}
-                          if isinstance(q, (tuple, list)) and len(q) == 3 else q for q in self.queues],
+               "queues": [{"type": types.get(q[1], q[1]), "length": whole(q[0]), "elem_size": whole(q[2]),
+                           **_movement_doc(self.movement, i)}
+                          if isinstance(q, (tuple, list)) and len(q) == 3 else q for i, q in enumerate(self.queues)],
                "partition": {"core_clock_mhz": whole(self.core_clock_mhz), "active_cus": whole(self.active_cus),
                              "lds_bytes": whole(self.lds_bytes)},
                "description": self.description}
         if self.gpu is not None:
             doc["gpu"] = self.gpu
-        if self.work_groups or self.output_bytes or self.flops_per_work_group:
+        if self.work_groups or self.output_bytes or self.flops_per_work_group or self.phases != 1 or self.split_k != 1:
             doc["grid"] = {"work_groups": whole(self.work_groups) or 1, "output_bytes": whole(self.output_bytes),
                            "flops_per_work_group": whole(self.flops_per_work_group)}
+            doc["grid"].update({k: whole(v) for k, v in (("phases", self.phases), ("split_k", self.split_k)) if v != 1})
         return doc
 
     def header(self) -> dict:
@@ -95,6 +104,35 @@ class Kernel:
         body = abi.LAUNCH_HEADER.pack(self.header())
         body += b"".join(abi.QUEUE.pack(dict(length=n, type=t, elem_size=e)) for n, t, e in self.queues)
         return body + bytes(abi.LAUNCH_SIZE - len(body))
+
+
+MOVEMENT_FIELDS = ("passes", "fresh_passes", "shared_by")
+
+
+def _movement_doc(movement, i: int) -> dict:
+    """queues[i]'s data-movement fields that differ from their defaults."""
+    if i >= len(movement) or not isinstance(movement[i], (tuple, list)) or len(movement[i]) != 3:
+        return {}
+    passes, fresh, shared = movement[i]
+    return {k: v for k, v in zip(MOVEMENT_FIELDS, (passes, fresh, shared)) if v not in (0, None) and not (k == "passes" and v == 1)}
+
+
+def movement_problems(movement, phases: int = 1) -> list[str]:
+    """The loop nest's consistency, per queue (passes, fresh_passes, shared_by; 0 = default):
+    every queue's passes divide the work-group's (the most of any queue), its fresh passes
+    divide its passes, the phases divide the work-group's passes."""
+    out = []
+    total = max((p or 1 for p, _, _ in movement), default=1)
+    for i, (passes, fresh, _) in enumerate(movement):
+        passes = passes or 1
+        if total % passes:
+            out.append(f"queues[{i}].passes: {passes} does not divide the work-group's {total} passes "
+                       "(the most of any queue); expected a divisor")
+        if fresh and passes % fresh:
+            out.append(f"queues[{i}].fresh_passes: {fresh} does not divide its passes ({passes})")
+    if total % phases:
+        out.append(f"grid.phases: {phases} does not divide the work-group's {total} passes")
+    return out
 
 
 def schema() -> dict:
@@ -159,13 +197,18 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
     if not isinstance(doc, dict):
         raise KernelError([not_an_object(doc, where)])
     problems = _problems(doc)
+    if not problems:  # the loop nest, once every field is of the right type and range
+        problems = movement_problems([(q.get("passes", 1), q.get("fresh_passes", 0), 0)
+                                      for q in doc["queues"] for _ in range(_count(q))],
+                                     doc.get("grid", {}).get("phases", 1))
     if problems:
         raise KernelError([f"{where}: {p}" for p in problems])
-    queues, names = [], []
+    queues, names, movement = [], [], []
     for q in doc["queues"]:
         n = _count(q)
         for i in range(n):
             queues.append((int(q["length"]), QUEUE_TYPES[q["type"]], int(q["elem_size"])))
+            movement.append((int(q.get("passes", 1)), int(q.get("fresh_passes", 0)), int(q.get("shared_by", 0))))
             name = q.get("name", "")
             names.append(f"{name}[{i}]" if name and n > 1 else name)
     part, abl, grid = doc.get("partition", {}), doc.get("ablation", {}), doc.get("grid", {})
@@ -179,7 +222,9 @@ def parse_kernel(doc, where: str = "kernel") -> Kernel:
                   lds_bytes=int(part.get("lds_bytes", 0)), gpu=doc.get("gpu"),
                   description=doc.get("description", ""), work_groups=int(grid.get("work_groups", 0)),
                   output_bytes=int(grid.get("output_bytes", 0)),
-                  flops_per_work_group=int(grid.get("flops_per_work_group", 0)))
+                  flops_per_work_group=int(grid.get("flops_per_work_group", 0)),
+                  movement=movement if any(m != (1, 0, 0) for m in movement) else [],
+                  phases=int(grid.get("phases", 1)), split_k=int(grid.get("split_k", 1)))
 
 
 def load_kernel(path) -> Kernel:

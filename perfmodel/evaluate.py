@@ -48,7 +48,7 @@ def _row(gpu: str, work: Work, case: str, cfg: Config | None, outcome) -> dict:
     if outcome is None:
         return {**row, "cycles": None}
     return {**row, "cycles": outcome.cycles, "ns": outcome.ns, "occupancy": outcome.occupancy,
-            "dram_gbps": outcome.dram_gbps, "compute_util": outcome.compute_util,
+            "dram_gbps": outcome.dram_gbps, "l2_hit": outcome.l2_hit, "compute_util": outcome.compute_util,
             "stall_producer": outcome.stall_producer, "stall_consumer": outcome.stall_consumer,
             "barrier_cycles": outcome.barrier_cycles}
 

@@ -26,7 +26,28 @@ CONSTANTS = {
                         "wavefront instruction issue (WAVE_INSTR_CYCLES)"),
     "FABRIC_BYTES_PER_CYCLE": (64, "bytes", "GCN L1/LDS fill path: 64 bytes per clock per CU "
                                "(AMD GCN documentation); the ATT moves one cache line per cycle at most"),
+    "L2_SLICE_BYTES_PER_CYCLE": (64, "bytes", "GCN: each L2 channel (slice) returns 64 bytes per clock "
+                                 "(AMD Graphics Cores Next Architecture whitepaper, 2012); CDNA 1 keeps the "
+                                 "GCN L2 organisation"),
+    "DRAM_ROW_OVERHEAD_BYTES": (16, "bytes", "assumption, fitted (docs/perf-model.md, bench/calibrate_model.py "
+                                "--fit): the transfer time one descriptor loses to opening its DRAM rows, in "
+                                "bytes at peak bandwidth; a descriptor of s contiguous bytes streams at "
+                                "s / (s + this) of the peak. HBM opens a 2 KiB row per activation and moves "
+                                "32-byte bursts (JEDEC JESD235); bank parallelism hides most of an activation"),
+    "NOATT_BYTES_PER_INSTR": (1024, "bytes", "NoATT stages a tile with a global load and an LDS write per "
+                              "1 KiB: a dwordx4 load or ds_write_b128 moves 16 bytes per lane x 64 lanes "
+                              "(GCN3 ISA manual, buffer_load_dwordx4 / ds_write_b128)"),
 }
+
+# L2 per GPU (the GST has no L2 fields): (slices, bytes per slice), keyed by the GST's name.
+L2_BY_GPU = {
+    "R9 Nano": ((16, 256 << 10), "QuCo Table II: L2 16 x 256 KB 16-way (MGPUSim's R9 Nano)"),
+    "MI100": ((32, 256 << 10), "QuCo Table II: L2 32 x 256 KB 16-way"),
+    "Radeon 530": ((8, 256 << 10), "QuCo Table II: L2 8 x 256 KB 16-way"),
+    "MI300X": ((128, 256 << 10), "AMD CDNA 3 whitepaper: 4 MB L2 per XCD (16 channels), 8 XCDs"),
+    "H100 SXM": ((80, 640 << 10), "NVIDIA H100 whitepaper: 50 MB L2; slice count an assumption"),
+}
+L2_DEFAULT = ((16, 256 << 10), "assumption for a GST not listed: the R9 Nano's L2")
 
 
 def const(name: str):
@@ -47,6 +68,8 @@ class Machine:
     dram_bytes_per_cycle: float  # whole GPU
     cache_line: int
     barrier_limit: int
+    l2_bytes: int = 4 << 20            # L2 capacity, whole GPU
+    l2_bytes_per_cycle: float = 1024.0  # L2 bandwidth, whole GPU
 
     @property
     def flops_per_cycle(self) -> float:
@@ -61,6 +84,8 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
             unlimited_lds: bool = False) -> Machine:
     """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all)."""
     nominal = g["core_clock_mhz"]
+    name = g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
+    (slices, slice_bytes), _ = L2_BY_GPU.get(name, L2_DEFAULT)
     clock = core_clock_mhz or nominal
     big = 1 << 40
     return Machine(
@@ -73,4 +98,10 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         lat_dram=g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal,
         dram_bytes_per_cycle=g["dram_bw_mbps"] / clock,
         cache_line=g["cache_line_bytes"],
-        barrier_limit=big if unlimited_lds else g["barrier_limit"])
+        barrier_limit=big if unlimited_lds else g["barrier_limit"],
+        l2_bytes=slices * slice_bytes, l2_bytes_per_cycle=float(slices * const("L2_SLICE_BYTES_PER_CYCLE")))
+
+
+def dram_efficiency(nbytes: float) -> float:
+    """Fraction of peak DRAM bandwidth a descriptor of `nbytes` contiguous bytes streams at."""
+    return nbytes / (nbytes + const("DRAM_ROW_OVERHEAD_BYTES"))

@@ -95,16 +95,17 @@ def noatt(m: Machine, g: dict, work: Work, tuned: bool) -> Ranked | None:
 
 
 def ideal(g: dict, work: Work, core_clock_mhz: int = 0, active_cus: int = 0) -> Ranked:
-    """ATT with unlimited LDS and barriers: every tile of every queue has a slot, so loading
-    never waits for the consumers; the best tile and number of resident work-groups. What
-    the paper normalises to."""
+    """ATT with unlimited LDS and barriers: every tile of every queue and pass has a slot, so
+    loading never waits for the consumers, and data a work-group re-reads stays in its LDS
+    (mode "ideal"); the best tile and number of resident work-groups. What the paper
+    normalises to."""
     m = machine(g, core_clock_mhz, active_cus, unlimited_lds=True)
     best = None
     for t in tiles(g):
-        cfg = Config(t, tuple(work.tiles(i, t) for i in range(len(work.queues))))
+        cfg = Config(t, tuple(work.tiles(i, t) * q.passes for i, q in enumerate(work.queues)))
         # more work-groups at once is not always faster: each loads its own stationary copy
         for cap in range(1, occupancy(m, work, cfg) + 1):
-            r = Ranked(cfg, evaluate(m, work, cfg, "att", cap))
+            r = Ranked(cfg, evaluate(m, work, cfg, "ideal", cap))
             if best is None or r.outcome.cycles < best.outcome.cycles:
                 best = r
     return best

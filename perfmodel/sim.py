@@ -1,26 +1,34 @@
 """Discrete-event model (SimPy) of one compute unit running a kernel's work-groups.
 
-The busiest CU of the partition runs ceil(work_groups / CUs) work-groups, as many at once
-as its LDS, barriers and wavefront slots allow (occupancy). In each resident work-group:
+The busiest CU of the partition runs ceil(work_groups / CUs that get work) work-groups, as
+many at once as its LDS, barriers and wavefront slots allow (occupancy). A work-group walks
+its loop nest: `passes` passes (Matrix-Matrix: one per column of B), each moving every
+taking-part queue's length in tiles; the passes fall into `phases` (Batched MM: one per
+batch), each ended by a barrier that drains the queues. In each resident work-group:
 
-- the producer wavefront walks the tiles in order and, per queue, waits for a free slot
+- the producer wavefront walks the steps in order and, per queue, waits for a free slot
   (the slot's "empty" barrier), issues the ATT descriptor (the CU's ATT unit is busy
   ATT_DESC_CYCLES per descriptor) and moves on; the tile arrives after the ATT latency plus
-  the L2 or DRAM round trip, and after its bytes went through the CU's share of the memory
-  pipe (FIFO in issue order, DRAM share = GST bandwidth / active CUs, at most
-  FABRIC_BYTES_PER_CYCLE; L2 hits at the fabric rate);
-- the consumer wavefronts wait for tile k of every queue (the "full" barriers), pay the
-  barrier instructions and, if they slept, a wake-up (LDS_LATENCY), compute the tile on
-  the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
-  producer sees LDS_LATENCY later, and post their share of the results to the pipe.
+  the L2 or DRAM round trip, and after its bytes went through the CU's memory servers
+  (quco.perfmodel.memory: L2 hits of re-read and shared data, DRAM efficiency by
+  descriptor size, the fill path);
+- the consumer wavefronts wait for step k's tile of every queue (the "full" barriers), pay
+  the barrier instructions and, if they slept, a wake-up (LDS_LATENCY), compute the step
+  on the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
+  producer sees LDS_LATENCY later, and post their share of the results.
 
 Identical consecutive queues with the same slots move in lockstep and are modelled as one
-group of `count` descriptors. A stationary queue whose slots hold all its tiles is loaded
-once per resident work-group slot and kept for the work-groups that follow; one that does
-not fit is streamed through its ring by every work-group, re-fetched from L2.
+group of `count` descriptors. A queue whose slots hold a whole pass and whose passes re-read
+the same data is loaded once and kept: per work-group (its first pass), or, for a
+stationary queue, per resident work-group slot for the work-groups that follow.
 
-NoATT (mode="noatt"): the consumers load each step's tiles themselves (no ATT latency, no
-slots, one buffer per queue), wait for them, synchronise (one work-group barrier), compute.
+Ideal (mode="ideal"): ATT, and a queue whose slots hold a whole pass keeps it for the
+work-group's later passes, and loading goes on through the phases' barriers (the paper's
+ideal: unlimited LDS, all data fits, continuous tile loading).
+
+NoATT (mode="noatt"): the consumer wavefronts load each step's tiles themselves (global
+loads and LDS writes they issue, no ATT latency, no slots, one buffer per queue), wait for
+them, synchronise (one work-group barrier), compute.
 """
 from __future__ import annotations
 
@@ -29,10 +37,14 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from .memory import Pipes, hit_fractions
 from .params import Machine, const
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
+WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
+WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
+                   # interleaving of work-groups and pipes repeats within a few dozen steps
 
 
 class Environment(simpy.Environment):
@@ -51,15 +63,31 @@ class Environment(simpy.Environment):
 class Group:
     first: int        # index of the first queue of the run
     count: int        # identical queues moving in lockstep
-    tiles: int        # tiles per work-group
+    tiles: int        # tiles per pass
     tile_bytes: int   # bytes of one tile of the whole group (count x tile x elem)
-    last_bytes: int   # bytes of the last (partial) tile of the group
+    last_bytes: int   # bytes of the last (partial) tile of a pass
     slots: int
     stationary: bool
     resident: bool    # a stationary operand that fits: loaded once per resident slot
+    kept: bool = False  # a re-read operand that fits (ideal run): loaded only in its fresh passes
+    every: int = 1    # takes part in every `every`-th pass of the work-group
+    period: int = 1   # of its own passes, one in `period` brings new data
+    hit_fresh: float = 0.0   # L2 hit fraction of a pass with new data
+    hit_again: float = 0.0   # of a pass re-reading data
 
     def bytes(self, k: int) -> int:
         return self.last_bytes if k == self.tiles - 1 else self.tile_bytes
+
+    def in_pass(self, p: int) -> bool:
+        return p % self.every == 0
+
+    def skipped(self, p: int, first_wg: bool) -> bool:
+        """Whether its tiles of pass p are already in the LDS."""
+        own = p // self.every
+        return (self.resident and (not first_wg or own > 0)) or (self.kept and own % self.period > 0)
+
+    def hit(self, p: int) -> float:
+        return self.hit_fresh if (p // self.every) % self.period == 0 else self.hit_again
 
 
 @dataclass
@@ -79,11 +107,31 @@ class Outcome:
     mean_latency: float       # issue to arrival of a transfer, cycles (simulated part)
     mean_in_flight: float     # time-averaged transfers in flight (simulated part)
     throughput: float         # transfers per cycle
-    extrapolated: bool = False  # later rounds of work-groups extrapolated (see Model.run)
+    extrapolated: bool = False  # later rounds of work-groups or passes extrapolated
+    l2_hit: float = 0.0       # fraction of the bytes moved through the queues that hit in the L2
     trace: list = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in vars(self).items() if k != "trace"}
+
+
+class _Queues:
+    """One work-group's exchange between producer and consumers: per group, the arrival
+    times of the tiles issued and the release times of the slots freed, and the event a
+    side waits on when the other has not got there yet."""
+
+    def __init__(self, env, n: int):
+        self.arrivals = [[] for _ in range(n)]
+        self.released = [[] for _ in range(n)]
+        self.consumer_wait = [None] * n
+        self.producer_wait = [None] * n
+        self.drained = simpy.Store(env)
+
+    @staticmethod
+    def wake(waits: list, gi: int) -> None:
+        if waits[gi] is not None:
+            waits[gi].succeed()
+            waits[gi] = None
 
 
 def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
@@ -101,33 +149,43 @@ def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
 
 class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
-                 max_occupancy: int = 0):
+                 max_occupancy: int = 0, passes: int = 0):
         self.m, self.work, self.cfg, self.mode, self.tracing = m, work, cfg, mode, trace
         cus_used = self.cus_used = min(m.cus, work.work_groups or m.cus)  # CUs that get work
         self.wgs = math.ceil((work.work_groups or m.cus) / cus_used)
         self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
         if self.occ < 1:
             raise ValueError(f"{cfg} does not fit one work-group on a CU")
-        self.fabric = float(min(const("FABRIC_BYTES_PER_CYCLE"), m.cache_line * 1e9))
-        self.dram_rate = min(m.dram_bytes_per_cycle / cus_used, self.fabric)
+        self.pipes = Pipes.of(m, cus_used)
         active_pools = min(work.consumer_wavefronts, m.pools)
+        self.active_pools = active_pools
         self.flops_per_cycle = m.flops_per_cycle * active_pools / m.pools
-        self.flops_per_byte = work.flops_per_byte  # the work-group's FLOPs spread over its bytes
+        self.flops_per_byte = work.flops_per_byte  # the work-group's FLOPs spread over what it moves
+        self.passes = passes or work.passes       # passes simulated (fewer when extrapolated)
+        self.phase_len = work.passes // work.phases
         self.groups = self._groups()
         self.steps = max(g.tiles for g in self.groups)
-        self.out_per_step = work.output_bytes / self.steps
+        total_steps = work.passes * self.steps
+        self.out_per_step = work.output_bytes / total_steps
         self.env = Environment()
         capacity = max(1, m.pools // active_pools)
         self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
-        self.pipe_free = self.att_free = 0.0
-        self.dram_bytes = 0.0
+        self.att_free = 0.0
+        self.desc_cycles = const("ATT_DESC_CYCLES")
+        # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
+        # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
+        self.request_bytes = cfg.tile * work.queues[0].elem_size
+        if mode == "noatt":
+            self.request_bytes = min(self.request_bytes, const("NOATT_BYTES_PER_INSTR"))
+        self.moved = self.hit_bytes = 0.0
         self.stall_p = self.stall_c = self.barrier = self.busy = 0.0
         self.transfers, self.latency_sum = 0, 0.0
-        self.in_flight, self.area, self.t_last = 0, 0.0, 0.0
         self.trace: list = []
+        self._plans: dict = {}
 
     def _groups(self) -> list[Group]:
         w, t, out = self.work, self.cfg.tile, []
+        hits = hit_fractions(self.m, w, self.cus_used * self.occ)
         for first, count in w.runs():
             slots = self.cfg.slots[first:first + count]
             i = first
@@ -135,153 +193,188 @@ class Model:
                 j = i
                 while j < first + count and slots[j - first] == slots[i - first]:
                     j += 1
-                q, n = w.queues[i], j - i
+                q, n, s = w.queues[i], j - i, slots[i - first]
                 tiles = w.tiles(i, t)
-                last = q.length - (tiles - 1) * t
-                resident = q.type == STATIONARY and slots[i - first] >= tiles and self.mode == "att"
-                out.append(Group(i, n, tiles, n * t * q.elem_size, n * last * q.elem_size,
-                                 slots[i - first], q.type == STATIONARY, resident))
+                last = w.pass_length(i) - (tiles - 1) * t
+                fits = s >= tiles and self.mode != "noatt"
+                stationary = q.type == STATIONARY
+                # a streaming queue streams: its tiles pass again even when they would fit,
+                # except in the ideal run, where all data fits and stays until new data comes
+                out.append(Group(i, n, tiles, n * t * q.elem_size, n * last * q.elem_size, s, stationary,
+                                 resident=fits and stationary and q.fresh_passes == 1,
+                                 kept=fits and not stationary and q.passes > q.fresh_passes and self.mode == "ideal",
+                                 every=w.passes // q.passes, period=q.passes // q.fresh_passes,
+                                 hit_fresh=hits[i][0], hit_again=hits[i][1]))
                 i = j
         return out
 
     # ---------------------------------------------------------------- shared resources
-    def _pipe(self, nbytes: float, ready: float, rate: float, dram: bool) -> float:
-        """Bytes through the CU's memory pipe, FIFO in issue order; returns when done."""
-        start = max(ready, self.pipe_free)
-        self.pipe_free = start + nbytes / rate
-        if dram:
-            self.dram_bytes += nbytes
-        return self.pipe_free
+    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> float:
+        """A tile's bytes through the CU's memory servers after its round trip; when it is in."""
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
+        self.moved += nbytes
+        self.hit_bytes += nbytes * hit
+        return self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
 
-    def _flight(self, delta: int) -> None:
-        now = self.env.now
-        self.area += self.in_flight * (now - self.t_last)
-        self.in_flight, self.t_last = self.in_flight + delta, now
-
-    def _span(self, track: str, name: str, begin: float, end: float) -> None:
+    def _span(self, slot: int, kind: str, name, begin: float, end: float) -> None:
+        """A span of the trace (only when tracing: names are built then); `name` may be a
+        function that builds it."""
         if self.tracing and end > begin:
-            self.trace.append((track, name, begin, end))
+            self.trace.append((f"slot {slot} {kind}", name() if callable(name) else name, begin, end))
+
+    def _walk(self, first_wg: bool) -> list:
+        """The work-group's steps, worked out once per model: (pass, tile index, whether a phase
+        ends after it, bytes and queues the consumers use, and the loads: (group index, group,
+        bytes, L2 hit fraction) of the tiles not already in the LDS)."""
+        key = first_wg
+        if key not in self._plans:
+            plan = []
+            for p in range(self.passes):
+                for k in range(self.steps):
+                    part = [(gi, g) for gi, g in enumerate(self.groups) if k < g.tiles and g.in_pass(p)]
+                    plan.append((p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes,
+                                 sum(g.bytes(k) for _, g in part), sum(g.count for _, g in part),
+                                 tuple((gi, g, g.bytes(k), g.hit(p)) for gi, g in part if not g.skipped(p, first_wg))))
+            self._plans[key] = plan
+        return self._plans[key]
 
     # ---------------------------------------------------------------- ATT mode
-    def _transfer(self, slot: int, g: Group, k: int, arrived: simpy.Store, from_l2: bool) -> None:
-        m, now = self.m, self.env.now
-        nbytes = g.bytes(k)
+    # A transfer's arrival time is known when it is issued, and a slot's release time when
+    # its consumers finish, so the two wavefronts exchange times through lists and wake
+    # each other with an event only when one is ahead of the other (few events per step).
+    def _issue(self, slot: int, g: Group, k: int, nbytes: int, hit: float) -> float:
+        now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + g.count * const("ATT_DESC_CYCLES")
-        lat = m.lat_att + (m.lat_l2 if from_l2 else m.lat_dram)
-        done = self._pipe(nbytes, self.att_free + lat, self.fabric if from_l2 else self.dram_rate, not from_l2)
-        self._flight(+1)
+        self.att_free = max(now, self.att_free) + g.count * self.desc_cycles
+        done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
+        self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
+                   now, done)
+        return done
 
-        def land(_, g=g, k=k):
-            self._flight(-1)
-            self._span(f"slot {slot} ATT", f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "")
-                       + f" tile {k}", now, done)
-            arrived.put(k)
-        self.env.timeout(done - now).callbacks.append(land)
-
-    def _producer(self, slot: int, arrived, free, first_wg: bool):
+    def _producer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
-        for k in range(self.steps):
-            for gi, g in enumerate(self.groups):
-                if k >= g.tiles or (g.resident and not first_wg):
-                    continue
-                if not g.resident:
+        issued = [0] * len(self.groups)
+        for p, k, phase_end, _, _, loads in self._walk(first_wg):
+            for gi, g, nbytes, hit in loads:
+                need = issued[gi] - g.slots  # the release that frees this tile's slot
+                if need >= 0:
                     t0 = env.now
-                    yield free[gi].get(1)
+                    while len(wg.released[gi]) <= need:
+                        wg.producer_wait[gi] = env.event()
+                        yield wg.producer_wait[gi]
+                    if wg.released[gi][need] > env.now:
+                        yield env.timeout(wg.released[gi][need] - env.now)
                     self.stall_p += env.now - t0
-                    self._span(f"slot {slot} producer", "wait slot", t0, env.now)
-                self._transfer(slot, g, k, arrived[gi], from_l2=not first_wg and g.stationary)
+                    self._span(slot, "producer", "wait slot", t0, env.now)
+                wg.arrivals[gi].append(self._issue(slot, g, k, nbytes, hit))
+                issued[gi] += 1
+                wg.wake(wg.consumer_wait, gi)
+            # the next phase's tiles wait for the drain barrier, except in the ideal run: with a
+            # slot for every tile nothing is reused, so loading goes on through it
+            if phase_end and self.mode != "ideal":
+                t0 = env.now
+                yield wg.drained.get()
+                self._span(slot, "producer", "wait drain", t0, env.now)
 
-    def _consumer(self, slot: int, arrived, free, first_wg: bool):
+    def _consumer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
-        instr = const("WAVE_INSTR_CYCLES")
-        for k in range(self.steps):
-            t0 = env.now
-            step_bytes, queues = 0, 0
-            for gi, g in enumerate(self.groups):
-                if k >= g.tiles:
-                    continue
-                step_bytes += g.bytes(k)
-                queues += g.count
-                if g.resident and not first_wg:
-                    continue
-                yield arrived[gi].get()
+        instr, lds = const("WAVE_INSTR_CYCLES"), const("LDS_LATENCY")
+        used = [0] * len(self.groups)
+        for p, k, phase_end, step_bytes, queues, loads in self._walk(first_wg):
+            t0 = ready = env.now
+            for gi, _, _, _ in loads:
+                while len(wg.arrivals[gi]) <= used[gi]:
+                    wg.consumer_wait[gi] = env.event()
+                    yield wg.consumer_wait[gi]
+                ready = max(ready, wg.arrivals[gi][used[gi]])
+                used[gi] += 1
+            if ready > env.now:
+                yield env.timeout(ready - env.now)
             waited = env.now - t0
             self.stall_c += waited
-            self._span(f"slot {slot} consumers", "wait data", t0, env.now)
+            self._span(slot, "consumers", "wait data", t0, env.now)
             # wait + arrive instruction per queue; a wake-up if they slept
-            bar = 2 * queues * instr + (const("LDS_LATENCY") if waited > 0 else 0)
-            self.barrier += bar
-            t1 = env.now
-            yield env.timeout(bar)
-            self._span(f"slot {slot} consumers", "barriers", t1, env.now)
-            yield from self._compute(slot, k, step_bytes)
-            for gi, g in enumerate(self.groups):
-                if k < g.tiles and not g.resident:
-                    env.timeout(const("LDS_LATENCY")).callbacks.append(lambda _, c=free[gi]: c.put(1))
+            bar = 2 * queues * instr + (lds if waited > 0 else 0)
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle, bar)
+            for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
+                wg.released[gi].append(env.now + lds)
+                wg.wake(wg.producer_wait, gi)
             if self.out_per_step:
-                self._pipe(self.out_per_step, env.now, self.dram_rate, True)
+                self.pipes.write(self.out_per_step, env.now)
+            if phase_end:  # every wavefront of the work-group meets, then the producer goes on
+                yield from self._compute(slot, k, 0.0, lds)
+                if self.mode != "ideal":
+                    wg.drained.put(p)
 
-    def _compute(self, slot: int, k: int, step_bytes: int):
+    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0):
+        """`barrier` cycles of synchronisation, then `cycles` on the CU's SIMDs (shared by the
+        resident work-groups when they do not each have their own)."""
         env = self.env
-        cycles = self.flops_per_byte * step_bytes / self.flops_per_cycle
+        self.barrier += barrier
         self.busy += cycles
-        if self.simd is None:  # every resident work-group has SIMDs of its own
-            t = env.now
-            yield env.timeout(cycles)
+        t = env.now
+        if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
+            if barrier + cycles:
+                yield env.timeout(barrier + cycles)
+            self._span(slot, "consumers", "barriers", t, t + barrier)
+            t += barrier
         else:
+            if barrier:
+                yield env.timeout(barrier)
+                self._span(slot, "consumers", "barriers", t, env.now)
             with self.simd.request() as req:
                 yield req
                 t = env.now
                 yield env.timeout(cycles)
-        self._span(f"slot {slot} consumers", f"compute tile {k}", t, env.now)
+        if cycles:
+            self._span(slot, "consumers", lambda: f"compute tile {k}", t, env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
-        env = self.env
-        arrived = [simpy.Store(env) for _ in self.groups]
-        free = [simpy.Container(env, capacity=g.slots, init=g.slots) for g in self.groups]
-        p = env.process(self._producer(slot, arrived, free, first_wg))
-        c = env.process(self._consumer(slot, arrived, free, first_wg))
+        wg = _Queues(self.env, len(self.groups))
+        p = self.env.process(self._producer(slot, wg, first_wg))
+        c = self.env.process(self._consumer(slot, wg, first_wg))
         yield p & c
 
     # ---------------------------------------------------------------- NoATT mode
     def _work_group_noatt(self, slot: int, first_wg: bool):
-        env, m = self.env, self.m
-        for k in range(self.steps):
+        env = self.env
+        per_instr = const("NOATT_BYTES_PER_INSTR")
+        for p, k, phase_end, step_bytes, _, loads in self._walk(first_wg):
             t0 = env.now
-            step_bytes = sum(g.bytes(k) for g in self.groups if k < g.tiles)
-            done = self._pipe(step_bytes, env.now + m.lat_dram, self.dram_rate, True)
+            parts = [(b, h) for _, _, b, h in loads]
+            # the consumers issue the loads (and, once in, the LDS writes): SIMD time
+            staging = 2 * math.ceil(step_bytes / per_instr) * const("WAVE_INSTR_CYCLES") / self.active_pools
+            yield from self._compute(slot, k, staging)
+            issue = env.now
+            done = max(self._fetch(b, h, issue, 0.0) for b, h in parts)
             self.transfers += 1
-            self.latency_sum += done - t0
-            self._flight(+1)
+            self.latency_sum += done - issue
             yield env.timeout(done - env.now)
-            self._flight(-1)
-            self.stall_c += env.now - t0
-            self._span(f"slot {slot} consumers", "load (synchronous)", t0, env.now)
-            bar = const("LDS_LATENCY")  # one work-group barrier after staging into the LDS
-            self.barrier += bar
-            yield env.timeout(bar)
-            yield from self._compute(slot, k, step_bytes)
+            self.stall_c += env.now - issue
+            self._span(slot, "consumers", "load (synchronous)", t0, env.now)
+            # one work-group barrier after staging into the LDS, then the step's compute
+            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle,
+                                     const("LDS_LATENCY"))
             if self.out_per_step:
-                self._pipe(self.out_per_step, env.now, self.dram_rate, True)
+                self.pipes.write(self.out_per_step, env.now)
 
     # ---------------------------------------------------------------- run
     def _resident(self, slot: int, count: int):
-        body = self._work_group_att if self.mode == "att" else self._work_group_noatt
+        body = self._work_group_noatt if self.mode == "noatt" else self._work_group_att
         for j in range(count):
             yield from body(slot, j == 0)
             self.finished[j] = max(self.finished.get(j, 0.0), self.env.now)
 
-    def run(self, exact: bool = False) -> Outcome:
-        """Simulate. Unless `exact`, when every resident slot has more than ROUNDS + 1
-        work-groups (a round: one work-group on every slot), K full rounds are skipped so that
-        ROUNDS + 1 remain (plus the uneven last round), and K times the mean time of simulated
-        rounds 2..ROUNDS is added: after the first round (cold stationary operands, an empty
-        pipe) and before the last (the drain) every round does the same work on the same
-        resources. Start, uneven end and drain are simulated."""
+    def run(self, exact: bool = False) -> dict:
+        """Simulate; returns the run's totals (`outcome` turns them into an Outcome). Unless
+        `exact`, when every resident slot has more than ROUNDS + 1 work-groups (a round: one
+        work-group on every slot), K full rounds are skipped so that ROUNDS + 1 remain (plus
+        the uneven last round), and K times the mean time of simulated rounds 2..ROUNDS is
+        added: after the first round (cold stationary operands, an empty pipe) and before the
+        last (the drain) every round does the same work on the same resources."""
         share = [self.wgs // self.occ + (1 if s < self.wgs % self.occ else 0) for s in range(self.occ)]
         skipped = 0 if exact else max(0, min(share) - (ROUNDS + 1))
         share = [n - skipped for n in share]  # keeps the uneven last round as it is
@@ -289,31 +382,80 @@ class Model:
         for slot, n in enumerate(share):
             self.env.process(self._resident(slot, n))
         self.env.run()
-        self._flight(0)
         # done when the last work-group is and its results are written (pending slot
         # releases after the last tile do not count)
-        end = max(max(self.finished.values()), self.pipe_free)
+        end = max(max(self.finished.values()), self.pipes.free)
         scale = self.wgs / sum(share)
         if skipped:  # the skipped full rounds, at the steady per-round time (away from both ends)
             per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
             end += skipped * per_round
-        m = self.m
-        cus_used = self.cus_used
-        transfers = self.transfers * scale
+        return {"cycles": end, "dram_bytes": self.pipes.dram_bytes * scale, "busy": self.busy * scale,
+                "stall_producer": self.stall_p * scale, "stall_consumer": self.stall_c * scale,
+                "barrier_cycles": self.barrier * scale, "transfers": self.transfers * scale,
+                "moved": self.moved * scale, "hit_bytes": self.hit_bytes * scale,
+                "events": self.env.scheduled, "mean_latency": self.latency_sum / self.transfers if self.transfers else 0.0,
+                # every transfer is in flight from issue to arrival: the time integral of
+                # transfers in flight is the sum of their latencies
+                "mean_in_flight": self.latency_sum / self.env.now if self.env.now else 0.0,
+                "throughput": self.transfers / self.env.now if self.env.now else 0.0,
+                "extrapolated": scale > 1}
+
+    def outcome(self, t: dict) -> Outcome:
+        m, w = self.m, self.work
+        end = t["cycles"]
+        if w.split_k > 1:  # the reduction after the grid reads every partial result back
+            partials = (w.work_groups or m.cus) * w.output_bytes
+            end += m.lat_dram + (1 + 1 / w.split_k) * partials / m.dram_bytes_per_cycle
         return Outcome(
             cycles=end, ns=end * 1000.0 / m.clock_mhz, occupancy=self.occ, work_groups_per_cu=self.wgs,
-            dram_gbps=self.dram_bytes * scale * cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
-            compute_util=self.busy * scale * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
-            stall_producer=self.stall_p * scale, stall_consumer=self.stall_c * scale,
-            barrier_cycles=self.barrier * scale, events=self.env.scheduled, transfers=round(transfers),
-            mean_latency=self.latency_sum / self.transfers if self.transfers else 0.0,
-            mean_in_flight=self.area / self.env.now if self.env.now else 0.0,
-            throughput=self.transfers / self.env.now if self.env.now else 0.0,
-            extrapolated=scale > 1, trace=self.trace)
+            dram_gbps=t["dram_bytes"] * self.cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
+            compute_util=t["busy"] * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
+            stall_producer=t["stall_producer"], stall_consumer=t["stall_consumer"],
+            barrier_cycles=t["barrier_cycles"], events=t["events"], transfers=round(t["transfers"]),
+            mean_latency=t["mean_latency"], mean_in_flight=t["mean_in_flight"], throughput=t["throughput"],
+            extrapolated=t["extrapolated"], l2_hit=t["hit_bytes"] / t["moved"] if t["moved"] else 0.0,
+            trace=self.trace)
+
+
+EXTENSIVE = ("cycles", "dram_bytes", "busy", "stall_producer", "stall_consumer", "barrier_cycles",
+             "transfers", "moved", "hit_bytes")
+
+
+def pass_period(work: Work) -> int:
+    """Passes after which the loop nest repeats itself (after the first pass)."""
+    period = work.passes // work.phases if work.phases > 1 else 1
+    for q in work.queues:
+        every = work.passes // q.passes
+        period = math.lcm(period, every * (q.passes // q.fresh_passes if q.fresh_passes > 1 else 1))
+    return period
 
 
 def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
              exact: bool = False, max_occupancy: int = 0) -> Outcome:
     """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
-    `max_occupancy` work-groups at once when given)."""
-    return Model(m, work, cfg, mode, trace, max_occupancy).run(exact or trace)
+    `max_occupancy` work-groups at once when given). Unless `exact` (or tracing), a loop nest
+    of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
+    periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
+    all of them: once the pipeline is full every period does the same work (tests check it
+    against the full run)."""
+    exact = exact or trace
+    period = pass_period(work)
+    # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
+    ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
+    short = 1 + WARM_PASSES + ahead
+    short += (work.passes - short) % period  # the passes left are whole periods
+    steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
+    long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
+    if exact or short + long_ >= work.passes:  # two short runs would cost more than the whole
+        model = Model(m, work, cfg, mode, trace, max_occupancy)
+        return model.outcome(model.run(exact))
+    a = Model(m, work, cfg, mode, False, max_occupancy, short)
+    b = Model(m, work, cfg, mode, False, max_occupancy, long_)
+    ta, tb = a.run(), b.run()
+    per = (work.passes - long_) / (long_ - short)
+    total = dict(tb)
+    for key in EXTENSIVE:
+        total[key] = tb[key] + per * (tb[key] - ta[key])
+    total["events"] = ta["events"] + tb["events"]
+    total["extrapolated"] = True
+    return b.outcome(total)

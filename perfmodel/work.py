@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..gst import abi
-from ..host.kernel import KernelError
+from ..host.kernel import KernelError, movement_problems
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")
@@ -19,9 +19,20 @@ BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")
 
 @dataclass(frozen=True)
 class Queue:
-    length: int      # elements one work-group moves through the queue
+    length: int      # elements of one pass through the queue (the launch record's length)
     type: int        # STREAMING or STATIONARY
     elem_size: int   # bytes
+    passes: int = 1  # times the queue's length passes through it per work-group
+    fresh: int = 0   # passes that bring data the work-group has not read before (0: every pass)
+    sharers: int = 0  # work-groups that read the same data (0: 1 if streaming, every one if stationary)
+
+    @property
+    def fresh_passes(self) -> int:
+        return self.fresh or self.passes
+
+    def is_fresh(self, p: int) -> bool:
+        """Whether pass p (0-based, of this queue's own passes) reads data new to the work-group."""
+        return p % (self.passes // self.fresh_passes) == 0
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,8 @@ class Work:
     work_groups: int = 0       # 0: one per active CU
     output_bytes: int = 0      # written by one work-group
     flops: int = 0             # computed by one work-group; 0: compute_intensity x queue bytes
+    phases: int = 1            # the passes fall into this many phases, each ended by a drain barrier
+    split_k: int = 1           # each work-group moves 1/split_k of every queue's length per pass
 
     @classmethod
     def of(cls, kernel) -> "Work":
@@ -41,16 +54,44 @@ class Work:
             raise KernelError([f"{kernel.name}: grid.flops_per_work_group: missing; the performance model needs "
                                f"FLOPs and compute_intensity is the class {kernel.ci_class!r}: give "
                                "grid.flops_per_work_group (integer >= 0) or a numeric compute_intensity"])
-        return cls(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues),
+        moves = kernel.movement or [(1, 0, 0)] * len(kernel.queues)
+        work = cls(kernel.name, tuple(Queue(n, t, e, p, f, s) for (n, t, e), (p, f, s) in zip(kernel.queues, moves)),
                    float(kernel.compute_intensity), kernel.consumer_wavefronts,
-                   kernel.work_groups, kernel.output_bytes, kernel.flops_per_work_group)
+                   kernel.work_groups, kernel.output_bytes, kernel.flops_per_work_group,
+                   kernel.phases, kernel.split_k)
+        problems = work.problems()
+        if problems:
+            raise KernelError([f"{kernel.name}: {p}" for p in problems])
+        return work
+
+    def problems(self) -> list[str]:
+        """The loop nest's consistency (quco.host.kernel.movement_problems)."""
+        return movement_problems([(q.passes, q.fresh, q.sharers) for q in self.queues], self.phases)
+
+    @property
+    def passes(self) -> int:
+        """Passes of the work-group's loop (the most of any queue)."""
+        return max(q.passes for q in self.queues)
+
+    def pass_length(self, i: int) -> int:
+        """Elements of queue i one work-group moves per pass (its share of a split K)."""
+        return math.ceil(self.queues[i].length / self.split_k)
+
+    def moved_bytes(self) -> int:
+        """Bytes one work-group moves through its queues, every pass counted."""
+        return sum(self.pass_length(i) * q.elem_size * q.passes for i, q in enumerate(self.queues))
+
+    def sharers(self, i: int) -> int:
+        q = self.queues[i]
+        return q.sharers or (1 if q.type == STREAMING else max(self.work_groups, 1))
 
     @property
     def flops_per_byte(self) -> float:
-        """FLOPs per byte the queues carry (one pass over every queue)."""
+        """FLOPs per byte the queues carry, re-fetched passes counted: the work-group's FLOPs
+        spread over the steps in proportion to what each step moves."""
         if not self.flops:
             return self.compute_intensity
-        return self.flops / sum(q.length * q.elem_size for q in self.queues)
+        return self.flops / self.moved_bytes()
 
     def runs(self) -> list[tuple[int, int]]:
         """(first index, count) of each run of identical consecutive queues."""
@@ -63,7 +104,8 @@ class Work:
         return [(a, b) for a, b in out]
 
     def tiles(self, i: int, tile: int) -> int:
-        return math.ceil(self.queues[i].length / tile)
+        """Tiles of queue i per pass."""
+        return math.ceil(self.pass_length(i) / tile)
 
 
 @dataclass(frozen=True)
@@ -75,6 +117,28 @@ class Config:
     def label(self, work: Work) -> str:
         runs = work.runs()
         return f"{self.tile} / " + "+".join(str(self.slots[a]) for a, _ in runs)
+
+    @classmethod
+    def parse(cls, work: Work, text: str) -> "Config":
+        """'TILE/S' (every queue S slots), 'TILE/S1+S2' (slots per run of identical queues, as
+        `label` prints them) or one slot count per queue; raises ValueError naming the problem."""
+        tile, sep, slots = text.replace(" ", "").partition("/")
+        parts = slots.split("+") if sep else []
+        if not tile.isdigit() or not parts or not all(p.isdigit() for p in parts):
+            raise ValueError(f"{text!r}: expected TILE/SLOTS, e.g. 512/2 or 512/2+4 (slots per run of identical "
+                             "queues, in queue order)")
+        runs, n = work.runs(), len(work.queues)
+        counts = [int(p) for p in parts]
+        if len(counts) == 1:
+            per_queue = counts * n
+        elif len(counts) == len(runs):
+            per_queue = [s for (_, c), s in zip(runs, counts) for _ in range(c)]
+        elif len(counts) == n:
+            per_queue = counts
+        else:
+            raise ValueError(f"{text!r}: {len(counts)} slot counts; expected 1, {len(runs)} (one per run of identical "
+                             f"queues) or {n} (one per queue)")
+        return cls(int(tile), tuple(per_queue))
 
 
 meta_bytes = abi.meta_bytes  # LDS bytes of the header and descriptors, rounded up to LDS_ALIGN

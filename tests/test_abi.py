@@ -79,6 +79,11 @@ SCHEMA_ORIGIN = {
     ("properties", "grid", "properties", "work_groups"): {"minimum": 1, "maximum": 0xFFFFFFFF},
     ("properties", "grid", "properties", "flops_per_work_group"): {"minimum": 0, "maximum": 10 ** 15},
     ("properties", "grid", "properties", "output_bytes"): {"minimum": 0, "maximum": 0xFFFFFFFF},
+    ("properties", "grid", "properties", "phases"): {"minimum": 1, "maximum": 65536},
+    ("properties", "grid", "properties", "split_k"): {"minimum": 1, "maximum": 65536},
+    ("$defs", "queue", "properties", "passes"): {"minimum": 1, "maximum": 1 << 20},
+    ("$defs", "queue", "properties", "fresh_passes"): {"minimum": 1, "maximum": 1 << 20},
+    ("$defs", "queue", "properties", "shared_by"): {"minimum": 1, "maximum": 0xFFFFFFFF},
 }
 
 

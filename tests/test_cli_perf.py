@@ -74,3 +74,25 @@ def test_evaluate_plots_and_portability(capsys, tmp_path):
     assert diagonal and all(s == pytest.approx(1.0) for s in diagonal)
     assert all(p["slowdown"] is None or p["slowdown"] >= 1 - 1e-9 for p in port)
     assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1.png", "fig1.svg"}
+
+
+def test_search_top_zero_lists_every_configuration_and_config_ranks_a_named_one(capsys):
+    doc = run_json(capsys, "search", str(DOT), "--gpu", "r9-nano", "--json", "--top", "0", "--config", "1024/2")
+    assert len(doc["top"]) == doc["evaluated"] and [t["rank"] for t in doc["top"]] == list(range(1, doc["evaluated"] + 1))
+    named = doc["config"]
+    assert named["label"] == "1024 / 2" and [q["slots"] for q in named["queues"]] == [2, 2]
+    # the named configuration is one of the space: same cycles, and its rank counts the faster ones
+    same = [t for t in doc["top"] if t["label"] == "1024 / 2"]
+    assert same and same[0]["cycles"] == named["cycles"]
+    assert named["rank"] == 1 + sum(1 for t in doc["top"] if t["cycles"] < named["cycles"])
+    assert len(run_json(capsys, "search", str(DOT), "--json", "--top", "3")["top"]) == 3
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--config", "512"], "--config: '512': expected TILE/SLOTS"),
+    (["--config", "8192/8"], "--config: 8192 / 8 does not fit"),
+    (["--top", "-1"], "--top: -1 is out of range"),
+])
+def test_search_bad_config_or_top_exits_2(capsys, argv, message):
+    assert main(["search", str(DOT), *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -35,14 +35,16 @@ GPU_DIRS = {"r9-nano": EXAMPLES, "mi100": EXAMPLES / "mi100", "radeon-530": EXAM
 
 def expected(stem, gpu):
     """(CI number from the dimensions, queues as (length, type code, elem_size), work-groups,
-    output bytes per work-group); vector kernels: 65,536 elements per work-group."""
+    output bytes per work-group); vector kernels: 65,536 elements per work-group. MM+Reduction
+    splits K over 2 work-groups; a Batched MM work-group does its 8 rows of every product."""
     n = VECTOR_N[gpu]
     mm = {"matrix-vector": (2048, 2048, 1, 1), "matrix-matrix": (1024, 2048, 128, 1),
           "matrix-matrix-reduction": (1024, 1024, 4, 1), "batched-matrix-matrix": (1024, 1024, 4, 4)}
     if stem in mm:
         m, k, nn, batch = mm[stem]
+        split = 2 if stem == "matrix-matrix-reduction" else 1
         return (ci(2 * m * k * nn, 2 * (m * k + k * nn + m * nn)), [(k, 0, 2)] * 8 + [(k, 1, 2)],
-                batch * m // 8, 8 * nn * 2)
+                split * m // 8, batch * 8 * nn * 2)
     if stem == "dot-product":
         return ci(2 * 2 * M20, 4 * 2 * M20 + 2), [(8192, 0, 2)] * 2, 256, 2
     reads = 1 if stem == "elementwise-k" else 2
@@ -158,7 +160,8 @@ def test_partition_and_ablation_reach_the_header():
     (minimal(queues=[{"type": "streaming", "length": 2.5, "elem_size": 2}]),
      ["queues[0].length: 2.5 is not a whole number", "integer 1 to 4294967295"]),
     (minimal(queues=[{"type": "streaming", "lenght": 4, "length": 4, "elem_size": 2}]),
-     ["queues[0].lenght: unknown field (allowed: name, type, length, elem_size, count)", 'did you mean "length"']),
+     ["queues[0].lenght: unknown field (allowed: name, type, length, elem_size, count, passes, fresh_passes, "
+      "shared_by)", 'did you mean "length"']),
     (minimal(colour="red"), ["colour: unknown field (allowed: name, description, gpu, compute_intensity"]),
     (minimal(partition={"clock": 5}), ["partition.clock: unknown field (allowed: core_clock_mhz, active_cus"]),
     (minimal(queues=[{"type": "streaming", "length": 0, "elem_size": 2}]),

@@ -11,6 +11,11 @@ GEMM of Matrix-Matrix's shape gives Matrix-Matrix's launch record:
   matrix-vector product over the weight's rows, like Table III's Matrix-Vector).
 - Grid: batch x ceil(rows of the streamed operand / rows) work-groups; each computes
   2 x rows x K x (the other dimension) FLOPs and writes rows x (the other dimension) elements.
+- Data movement (read by the performance model only): the work-group takes the other
+  dimension one column at a time, so its rows pass through their queues once per column
+  (re-reads of the same rows: `passes` = the other dimension, `fresh_passes` 1) together with
+  that column of the other operand (new each pass, read by every work-group of its product:
+  `shared_by`). A matrix-vector product (the other dimension 1) is a single pass.
 - CI = 2 batch M K N FLOPs / (elem x batch x (MK + KN + MN)) bytes: inputs read once and the
   output written once, without ATT (the paper's definition). It is passed as a number and
   the unit classifies it (low < 1, high > 4).
@@ -42,19 +47,24 @@ def gemm(name: str, m: int, k: int, n: int, batch: int = 1, elem_size: int = DEF
     traffic = elem_size * batch * (m * k + k * n + m * n)
     ci = 2 * batch * m * k * n / traffic
     out_bytes = r * other * elem_size
+    per_product = math.ceil(streamed / r)
     lines = [
         f"GEMM C[{m},{n}] = A[{m},{k}] x B[{k},{n}]" + (f", batch {batch}" if batch > 1 else ""),
         f"streamed operand: {which}; {r} of its rows per work-group -> {r} streaming queues of K = {k:,} elements",
         f"other operand: 1 stationary queue of K = {k:,} elements",
         f"work-groups = {batch} x ceil({streamed:,} / {r}) = {wgs:,}",
         f"FLOPs per work-group = 2 x {r} x {k:,} x {other:,} = {flops:,}; output = {r} x {other:,} x {elem_size} B = {out_bytes:,} B",
+        (f"data movement: {other:,} passes, one per column of the other operand; the {r} rows pass again each time "
+         f"(L2 re-reads), each column is read by the {per_product:,} work-groups of its product") if other > 1 else
+        f"data movement: one pass; the stationary operand is read by the {per_product:,} work-groups of its product",
         f"CI = 2 x {batch} x {m} x {k} x {n} / ({elem_size} x {batch} x ({m}x{k} + {k}x{n} + {m}x{n})) "
         f"= {2 * batch * m * k * n:,} / {traffic:,} = {ci:.6g} FLOPs/byte ({_class(ci)}, classified by the unit)",
     ]
     kernel = Kernel(name=name, compute_intensity=float(ci), consumer_wavefronts=wavefronts,
                     queues=[(k, abi.QUEUE_STREAMING, elem_size)] * r + [(k, abi.QUEUE_STATIONARY, elem_size)],
                     queue_names=[f"{which.split()[0]} row[{i}]" for i in range(r)] + ["stationary"],
-                    work_groups=wgs, output_bytes=out_bytes, flops_per_work_group=flops)
+                    work_groups=wgs, output_bytes=out_bytes, flops_per_work_group=flops,
+                    movement=[(other, 1 if other > 1 else 0, 0)] * r + [(other, 0, per_product)])
     return kernel, lines
 
 

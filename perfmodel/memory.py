@@ -1,0 +1,86 @@
+"""The memory system one CU sees: where a tile comes from (L2 or DRAM) and how long its
+bytes take to arrive through the CU's share of the L2, the DRAM and the fill path.
+
+- **L2 hits.** A pass that re-reads data the work-group already read (Matrix-Matrix's rows
+  of A, once per column of B) hits in the L2 if what every resident work-group of the GPU
+  touches between two reads of it still fits: hit fraction min(1, L2 / footprint). Data
+  that `shared_by` work-groups read (B, x) comes from DRAM once and from the L2 for the
+  others, under the same capacity rule. Everything else comes from DRAM. (A smooth
+  capacity rule, not an LRU simulation: docs/perf-model.md.)
+- **Bandwidth.** Three FIFO servers per CU, in issue order: the DRAM share (GPU bandwidth
+  / CUs that get work, times the efficiency of the descriptor's size), the L2 share (the
+  slices' bandwidth / CUs that get work: every byte passes an L2 slice, hit or miss) and the
+  CU's fill path (FABRIC_BYTES_PER_CYCLE). A transfer is done when its DRAM part and all its
+  bytes have gone through.
+- **Latency.** ATT latency (ATT mode) plus an L2 round trip if every byte hits, else a DRAM
+  round trip (the tile is complete when its last line is).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .params import Machine, const, dram_efficiency
+
+
+def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]]:
+    """Per queue: (L2 hit fraction of a pass bringing new data, of a pass re-reading data),
+    with `concurrent` work-groups resident on the whole GPU."""
+    pass_bytes = sum(work.pass_length(i) * q.elem_size for i, q in enumerate(work.queues))
+    private = concurrent * pass_bytes  # what the resident work-groups touch in one pass each
+    out = []
+    for i, q in enumerate(work.queues):
+        reread = min(1.0, m.l2_bytes / private) if private else 1.0
+        sharers = min(work.sharers(i), max(work.work_groups, 1))
+        if sharers > 1:
+            unique = work.pass_length(i) * q.elem_size * q.fresh_passes  # the shared operand's bytes
+            fresh = (1.0 - 1.0 / sharers) * min(1.0, m.l2_bytes / (unique + private))
+        else:
+            fresh = 0.0
+        out.append((fresh, max(reread, fresh)))
+    return out
+
+
+@dataclass
+class Pipes:
+    """One CU's memory servers; rates in bytes per cycle."""
+    dram_rate: float   # the CU's share of DRAM bandwidth at peak efficiency
+    l2_rate: float
+    fabric: float
+    dram_free: float = 0.0
+    l2_free: float = 0.0
+    fabric_free: float = 0.0
+    dram_bytes: float = 0.0
+
+    @classmethod
+    def of(cls, m: Machine, cus_used: int) -> "Pipes":
+        fabric = float(min(const("FABRIC_BYTES_PER_CYCLE"), m.cache_line * 1e9))
+        return cls(min(m.dram_bytes_per_cycle / cus_used, fabric), min(m.l2_bytes_per_cycle / cus_used, fabric), fabric)
+
+    def transfer(self, nbytes: float, hit: float, ready: float, desc_bytes: float) -> float:
+        """`nbytes` (a fraction `hit` from the L2) whose first byte may move at `ready`,
+        in descriptors of `desc_bytes` contiguous bytes; returns when the last byte is in."""
+        done = ready
+        dram = nbytes * (1.0 - hit)
+        if dram > 0:
+            start = max(ready, self.dram_free)
+            self.dram_free = start + dram / (self.dram_rate * dram_efficiency(desc_bytes))
+            self.dram_bytes += dram
+            done = self.dram_free
+        # every byte a CU reads passes through an L2 slice, hit or miss (a miss fills it)
+        start = max(ready, self.l2_free)
+        self.l2_free = start + nbytes / self.l2_rate
+        done = max(done, self.l2_free)
+        start = max(ready, self.fabric_free)
+        self.fabric_free = start + nbytes / self.fabric
+        return max(done, self.fabric_free)
+
+    def write(self, nbytes: float, ready: float) -> float:
+        """Results written back: through the fill path and the DRAM share (streaming writes)."""
+        start = max(ready, self.dram_free)
+        self.dram_free = start + nbytes / self.dram_rate
+        self.dram_bytes += nbytes
+        return self.dram_free
+
+    @property
+    def free(self) -> float:
+        return max(self.dram_free, self.l2_free, self.fabric_free)
