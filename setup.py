@@ -11,7 +11,7 @@ import subprocess
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
-PACKAGES = ("emulator", "examples", "firmware", "gst", "host", "paper", "perfmodel", "workloads")
+PACKAGES = ("cli", "emulator", "examples", "firmware", "gst", "host", "paper", "perfmodel", "workloads")
 ELF = "firmware/build/quco.elf"
 # made elsewhere: the committed generated files (make test checks them against gst/abi.py),
 # and the Makefile's installers, which have no place in a pip build

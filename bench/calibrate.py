@@ -73,7 +73,7 @@ UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
 
 def model_cases() -> list[tuple]:
     """(gpu, gst, kernel, work, machine, best cycles) for every preset x its bundled kernels."""
-    from quco.host.cli_perf import bundled_kernels
+    from quco.cli.perf import bundled_kernels
     cases = []
     for gpu in tables.preset_names():
         gst = tables.load(gpu)

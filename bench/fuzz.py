@@ -10,7 +10,7 @@ changed by a failed launch. Prints cases run, statuses seen, disagreements (expe
 faults (expected 0), the most instructions one launch took and the stack high-water mark.
 
 Then `--file-cases` mutated kernel.json, GST (.toml and .gst) and timing-profile files (byte
-and structure mutations, quco.host.fuzz_files) go through `quco-emu` in-process: each must
+and structure mutations, quco.cli.fuzz_files) go through `quco-emu` in-process: each must
 end with a documented exit code, no traceback, no hang (--timeout) and no control
 character on the terminal. Prints the outcomes per file kind and the failures (expected 0).
 """
@@ -29,7 +29,8 @@ from rich.table import Table
 
 from quco.emulator.faults import Fault
 from quco.gst import abi, tables
-from quco.host import fuzz, fuzz_files
+from quco.cli import fuzz_files
+from quco.host import fuzz
 from quco.host.device import Device, firmware_path
 
 

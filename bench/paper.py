@@ -30,7 +30,7 @@ def main() -> int:
     extra = (["--workers", str(args.workers)] if args.workers else []) + \
             (["--scheduler", args.scheduler] if args.scheduler else [])
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "quco.host.cli", "paper", "--out", out, *extra]
+        cmd = [sys.executable, "-m", "quco.cli.main", "paper", "--out", out, *extra]
         load_before = os.getloadavg()
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)

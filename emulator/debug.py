@@ -31,9 +31,9 @@ from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_W
 from unicorn.riscv_const import UC_RISCV_REG_PC, UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
-from quco.emulator import faults, timing
-from quco.emulator.soc import DEFAULT_BUDGET, STOP_ADDRESS, Soc, Step
-from quco.gst import abi
+from . import faults, timing
+from .soc import DEFAULT_BUDGET, STOP_ADDRESS, Soc, Step
+from ..gst import abi
 
 # GDB's signal numbers (gdb/signals.def), as the remote protocol carries them
 SIGINT, SIGILL, SIGTRAP, SIGSEGV, SIGXCPU = 2, 4, 5, 11, 24

@@ -10,9 +10,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from quco.emulator.faults import ElfError
-from quco.gst import abi
-from quco.gst.userinput import UserFileError, read_bytes
+from .faults import ElfError
+from ..gst import abi
+from ..gst.userinput import UserFileError, read_bytes
 
 LOADABLE = (abi.ROM, abi.DATA)
 SHF_EXECINSTR = SH_FLAGS.SHF_EXECINSTR

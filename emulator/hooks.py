@@ -32,9 +32,9 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
 from unicorn.riscv_const import UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
-from quco.emulator import disasm, fastcount, faults, isa, timing
-from quco.emulator.watchdog import watchdog
-from quco.gst import abi
+from . import disasm, fastcount, faults, isa, timing
+from .watchdog import watchdog
+from ..gst import abi
 
 PAGE = 4096
 _CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(5)  # the fields of an edge (module docstring)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from quco.emulator.faults import FirmwareMisbehaved
-from quco.gst import abi
-from quco.gst.abi import Status
+from .faults import FirmwareMisbehaved
+from ..gst import abi
+from ..gst.abi import Status
 
 DOORBELL = abi.MAILBOX.base + abi.MAILBOX_LAYOUT.offset("doorbell")
 RECORD = abi.MAILBOX.base + abi.MAILBOX_RECORD

@@ -18,10 +18,10 @@ from unicorn import UC_ARCH_RISCV, UC_MODE_RISCV32, UC_PROT_EXEC, UC_PROT_READ, 
 from unicorn.riscv_const import UC_RISCV_REG_PC
 from unicorn.unicorn_py3 import unicorn as _binding
 
-from quco.emulator import faults, isa, protocol, quirks, timing
-from quco.emulator.elf import Image
-from quco.emulator.hooks import COUNTED_REGIONS, Hooks, pages
-from quco.gst import abi
+from . import faults, isa, protocol, quirks, timing
+from .elf import Image
+from .hooks import COUNTED_REGIONS, Hooks, pages
+from ..gst import abi
 
 _uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
 _uc_mem_read = getattr(getattr(_binding, "uclib", None), "uc_mem_read", None)

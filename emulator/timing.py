@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
-from quco.gst.schema import PRINTABLE, Checker, report
-from quco.gst.userinput import UserFileError, printable, read_toml
+from ..gst.schema import PRINTABLE, Checker, report
+from ..gst.userinput import UserFileError, printable, read_toml
 
 PROFILE_DIR = Path(files(__package__) / "profiles")  # package data
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",

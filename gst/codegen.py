@@ -12,7 +12,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from quco.gst import abi
+from . import abi
 
 HEADER = Path("firmware", "include", "quco_abi.h")  # paths in the source tree
 REGIONS = Path("firmware", "regions.ld")

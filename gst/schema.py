@@ -18,7 +18,7 @@ import math
 
 from jsonschema import Draft202012Validator, validators
 
-from quco.gst.userinput import printable
+from .userinput import printable
 
 # names shown in reports: no control or format characters (escape sequences, bidi overrides)
 PRINTABLE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff]*$"

@@ -9,8 +9,8 @@ import zlib
 from importlib.resources import files
 from pathlib import Path
 
-from quco.gst import abi
-from quco.gst.userinput import UserFileError, printable, read_bytes, read_toml
+from . import abi
+from .userinput import UserFileError, printable, read_bytes, read_toml
 
 PRESET_DIR = Path(files(__package__) / "presets")  # package data
 MAX_TOML_BYTES = 64 * 1024  # a preset is about 3 KB; a cap keeps /dev/zero and 10 MB strings out

@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quco.emulator import elf, soc, timing
-from quco.firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or the wheel's copy
-from quco.gst import abi, tables
-from quco.gst.abi import Status
-from quco.host.kernel import DEFAULT_WAVEFRONTS, check_values
+from ..emulator import elf, soc, timing
+from ..firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or the wheel's copy
+from ..gst import abi, tables
+from ..gst.abi import Status
+from .kernel import DEFAULT_WAVEFRONTS, check_values
 
 
 

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from quco.gst import abi, tables
-from quco.gst.abi import const
-from quco.host import reference
-from quco.host.device import describe
+from ..gst import abi, tables
+from ..gst.abi import const
+from . import reference
+from .device import describe
 
 CLASS_NAMES = {abi.CI_CLASS_LOW: "low", abi.CI_CLASS_MEDIUM: "medium", abi.CI_CLASS_HIGH: "high"}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 import struct
 
-from quco.gst import abi, tables
-from quco.host.device import pack_record
+from ..gst import abi, tables
+from .device import pack_record
 
 U32_EDGES = (0, 1, 2, 3, 7, 8, 63, 64, 65, 127, 128, 255, 256, 1023, 1024, 65535, 65536,
              0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)
@@ -103,7 +103,7 @@ def compare(dev, record: bytes):
     """Launch `record` on the device and hold the firmware to the reference model:
     same status and detail, same configuration bytes on success; on failure the whole LDS
     window and the generation are untouched. Returns the LaunchResult."""
-    from quco.host import reference  # local: keeps this module importable without numpy users
+    from . import reference  # local: keeps this module importable without numpy users
     before = dev.lds_window()
     gen_before = dev.generation
     fw = dev.launch(record)

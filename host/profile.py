@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from quco.emulator.dwarf import InlineMap
-from quco.emulator.elf import Image
-from quco.emulator.timing import Timer
+from ..emulator.dwarf import InlineMap
+from ..emulator.elf import Image
+from ..emulator.timing import Timer
 
 
 @dataclass

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quco.gst import abi
-from quco.gst.abi import Status, const
+from ..gst import abi
+from ..gst.abi import Status, const
 
 f32 = np.float32
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from matplotlib import rc_context
 
-from quco.paper import ours
-from quco.paper.verdict import VERDICTS
-from quco.perfmodel import plots
-from quco.perfmodel.plots import STYLE, _bars, _figure, _save
-from quco.workloads import plots as wplots
-from quco.workloads.baselines import CASES as WORKLOAD_CASES
+from . import ours
+from .verdict import VERDICTS
+from ..perfmodel import plots
+from ..perfmodel.plots import STYLE, _bars, _figure, _save
+from ..workloads import plots as wplots
+from ..workloads.baselines import CASES as WORKLOAD_CASES
 
 FIG10_CASES = ("NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned", "ATT/Fine-Tuned", "QuCo")
 VERDICT_COLOURS = dict(zip(VERDICTS, ("tab:green", "gold", "tab:red", "0.75", "0.3")))

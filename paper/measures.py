@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from quco.paper import ours
-from quco.paper.verdict import Check, Pick
+from . import ours
+from .verdict import Check, Pick
 
 FIG6_CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned", "ATT/Fine-Tuned", "QuCo")
 ORDER_BELOW_QUCO = ("NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned")
@@ -213,7 +213,7 @@ def dram_higher(src, gpu, case, over):
 
 
 def _geomean(values):
-    from quco.perfmodel.evaluate import geomean
+    from ..perfmodel.evaluate import geomean
     return None if any(v is None for v in values) else geomean(values)
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import functools
 import json
 
-from quco.examples import KERNELS, WORKLOADS
-from quco.gst import tables
-from quco.host.device import QUCO_CLOCK_MHZ, Device
-from quco.host.kernel import load_kernel
-from quco.perfmodel.work import STREAMING, Config
+from ..examples import KERNELS, WORKLOADS
+from ..gst import tables
+from ..host.device import QUCO_CLOCK_MHZ, Device
+from ..host.kernel import load_kernel
+from ..perfmodel.work import STREAMING, Config
 
 GPUS = ("r9-nano", "mi100", "radeon-530")     # Table III's three; Fig. 1 and 10 use them all
 DVFS_GPU, DVFS_WORKLOAD = "mi100", "whisper-tiny"   # QuCo Sec. V: Whisper-Tiny on the MI100
@@ -99,12 +99,12 @@ def _launch(gpu: str, firmware=None) -> dict:
 
 
 def _label(k, tile, slots) -> str:
-    from quco.perfmodel.work import Work
+    from ..perfmodel.work import Work
     return Config(tile, tuple(slots)).label(Work.of(k))
 
 
 def _kernel(gpu: str, stem: str, firmware=None) -> dict:
-    from quco.perfmodel import evaluate
+    from ..perfmodel import evaluate
     k = kernel(gpu, stem)
     gst = tables.load(gpu)
     rows = evaluate.kernel_rows(gpu, gst, k, firmware, ablations=True)
@@ -129,7 +129,7 @@ def _best_by_pick(k, gst: bytes) -> dict:
 
 
 def _workload(name: str, firmware=None) -> dict:
-    from quco.workloads import baselines, format, runner
+    from ..workloads import baselines, format, runner
     w = format.load(WORKLOADS / f"{name}.json")
     gpu = w.gpu or "r9-nano"
     session = runner.Session(gpu, firmware, profile=PROFILE)
@@ -152,7 +152,7 @@ def _workload(name: str, firmware=None) -> dict:
 
 
 def _dvfs(trace: str, firmware=None) -> dict:
-    from quco.workloads import dvfs, format
+    from ..workloads import dvfs, format
     w = format.load(WORKLOADS / f"{DVFS_WORKLOAD}.json")
     # clock_aware_best off: no claim reads the oracle's columns, and it doubles the time
     result = dvfs.compare(DVFS_GPU, w, dvfs.load_trace(trace), clock_aware_best=False, firmware=firmware,
@@ -171,9 +171,9 @@ _SOURCES = {"launch": _launch, "kernel": _kernel, "workload": _workload, "dvfs":
 def portability(kernel_sources: dict) -> list[dict]:
     """Fig. 1 from the kernel sources of every GPU (evaluate.portability's inputs: each
     (gpu, kernel)'s Fine-Tuned configuration and cycles, and its machine and work)."""
-    from quco.perfmodel import evaluate
-    from quco.perfmodel.params import machine
-    from quco.perfmodel.work import Work
+    from ..perfmodel import evaluate
+    from ..perfmodel.params import machine
+    from ..perfmodel.work import Work
     best, models = {}, {}
     order = [("kernel", g, s) for g in GPUS for s in stems(g)]   # the panels in the paper's order
     for (_, gpu, stem), data in sorted(kernel_sources.items(), key=lambda kv: order.index(kv[0])):
@@ -194,7 +194,7 @@ _COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3}
 
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
     """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
-    from quco.perfmodel import sweep
+    from ..perfmodel import sweep
     keys = list(dict.fromkeys(keys))
     tasks = [k for k in keys if k[0] != "portability"]
     if ("portability",) in keys:

@@ -14,10 +14,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from quco.host.atomic import write_text
-from quco.paper import figures
-from quco.paper.scorecard import counts, summary_line, trend_line
-from quco.paper.verdict import VERDICTS
+from ..host.atomic import write_text
+from . import figures
+from .scorecard import counts, summary_line, trend_line
+from .verdict import VERDICTS
 
 CSV_COLUMNS = ("id", "source", "statement", "paper", "ours", "verdict", "kind", "lo", "hi", "tolerance", "tiles",
                "slots", "reason", "note", "detail", "why_missing", "value")

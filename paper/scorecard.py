@@ -13,10 +13,10 @@ import csv
 import io
 from dataclasses import asdict
 
-from quco.paper import claims as claims_mod
-from quco.paper import ours
-from quco.paper.measures import MEASURES, SourceFailed, compute
-from quco.paper.verdict import MISSING, VERDICTS, Check, Pick, judge, show
+from . import claims as claims_mod
+from . import ours
+from .measures import MEASURES, SourceFailed, compute
+from .verdict import MISSING, VERDICTS, Check, Pick, judge, show
 
 
 def needs(claim) -> list[tuple]:
@@ -84,7 +84,7 @@ BASELINE_LIMIT = 16 << 20
 
 def read_baseline(path) -> dict[str, dict]:
     """An earlier run's rows.csv: {id: row}. UserFileError names the file and the line."""
-    from quco.gst.userinput import UserFileError, printable, read_text
+    from ..gst.userinput import UserFileError, printable, read_text
     text, where = read_text(path, BASELINE_LIMIT, "rows.csv of an earlier `quco-emu paper --out`"), printable(str(path))
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in ("id", "verdict", "ours") if c not in (reader.fieldnames or [])]

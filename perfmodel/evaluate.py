@@ -10,13 +10,13 @@ import dataclasses
 import itertools
 import math
 
-from quco.gst import abi, tables
-from quco.host.device import Device
-from quco.host.kernel import Kernel
-from quco.perfmodel import search
-from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy
-from quco.perfmodel.work import Config, Work, fits
+from ..gst import abi, tables
+from ..host.device import Device
+from ..host.kernel import Kernel
+from . import search
+from .params import machine
+from .sim import occupancy
+from .work import Config, Work, fits
 
 CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
          "ATT/Fine-Tuned", "QuCo", "Ideal")

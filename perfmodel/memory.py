@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from quco.perfmodel.params import Machine, const, dram_efficiency
+from .params import Machine, const, dram_efficiency
 
 
 def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]]:

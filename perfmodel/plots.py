@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from quco.host.atomic import atomic_path
+from ..host.atomic import atomic_path
 
 FIG6_CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
               "ATT/Fine-Tuned", "QuCo")

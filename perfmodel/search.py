@@ -9,9 +9,9 @@ import functools
 import itertools
 from dataclasses import dataclass
 
-from quco.perfmodel.params import Machine, machine
-from quco.perfmodel.sim import Outcome, occupancy, simulate
-from quco.perfmodel.work import Config, Work, fits
+from .params import Machine, machine
+from .sim import Outcome, occupancy, simulate
+from .work import Config, Work, fits
 
 TILE_RANGE = (64, 8192)        # QuCo Sec. V: tiles 64..8,192 elements
 SLOT_RANGE = (1, 8)            # QuCo Sec. V: slots 1..8

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from quco.perfmodel.memory import Pipes, hit_fractions
-from quco.perfmodel.params import Machine, const
-from quco.perfmodel.work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
+from .memory import Pipes, hit_fractions
+from .params import Machine, const
+from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state

@@ -23,12 +23,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
-from quco.gst import abi, tables
-from quco.gst.userinput import printable
-from quco.host import reference
-from quco.host.atomic import atomic_path, check_target, plan
-from quco.perfmodel import params, search
-from quco.perfmodel.work import Config, Work
+from ..gst import abi, tables
+from ..gst.userinput import printable
+from ..host import reference
+from ..host.atomic import atomic_path, check_target, plan
+from . import params, search
+from .work import Config, Work
 
 CONNECT_TIMEOUT_S = 3        # an unreachable scheduler fails in this time, not never
 WORKER_WAIT_S = 60           # a scheduler without workers: wait this long for one to join
@@ -136,7 +136,7 @@ def _run_pool(fn, tasks: list, workers: int, report, chunk: int | None) -> list:
             done += len(chunks[index[fut]])
             report(done, len(tasks))
     except BaseException:
-        # Ctrl-C, SIGTERM (host/cli.py raises it here) or a failed task: end the workers now
+        # Ctrl-C, SIGTERM (cli/main.py raises it here) or a failed task: end the workers now
         # rather than let them finish their chunks; shutdown() then reaps them
         for proc in multiprocessing.active_children():  # also one started but not yet the pool's
             with contextlib.suppress(OSError):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from quco.gst import abi
-from quco.host.kernel import KernelError, movement_problems
+from ..gst import abi
+from ..host.kernel import KernelError, movement_problems
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")

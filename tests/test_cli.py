@@ -8,7 +8,7 @@ import pytest
 
 from conftest import MM_KERNEL
 from quco.gst import abi, tables
-from quco.host import cli
+from quco.cli import main as cli
 
 MM = str(MM_KERNEL)
 

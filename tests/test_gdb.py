@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from conftest import MM_KERNEL
-from quco.emulator import elf, gdbstub
+from quco.emulator import elf, gdbstub, rsp
 from quco.emulator.debug import Target
 from quco.gst import abi, tables
-from quco.host import cli
+from quco.cli import main as cli
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
@@ -165,7 +165,7 @@ def test_a_fault_is_a_clean_stop_and_then_ends_the_session(elf_path, gdb):
 
 # ---------------------------------------------------------------- the protocol, raw
 def frame(payload: bytes) -> bytes:
-    return b"$" + payload + b"#" + gdbstub.checksum(payload)
+    return b"$" + payload + b"#" + rsp.checksum(payload)
 
 
 class Client:
@@ -183,7 +183,7 @@ class Client:
             end = self.buf.find(b"#", start)
             if start >= 0 and end >= 0 and len(self.buf) >= end + 3:
                 payload = self.buf[start + 1:end]
-                assert self.buf[end + 1:end + 3] == gdbstub.checksum(payload)
+                assert self.buf[end + 1:end + 3] == rsp.checksum(payload)
                 self.buf = self.buf[end + 3:]
                 self.sock.sendall(b"+")
                 return payload
@@ -220,7 +220,7 @@ def test_malformed_packets_get_errors_and_the_session_goes_on(elf_path):
 def test_a_packet_over_the_maximum_size_is_refused_and_the_session_goes_on(elf_path):
     server = Server(target(elf_path))
     c = Client(server.port)
-    assert b"PacketSize=%x" % gdbstub.MAX_PACKET in c.ask(b"qSupported:swbreak+")
+    assert b"PacketSize=%x" % rsp.MAX_PACKET in c.ask(b"qSupported:swbreak+")
     huge = b"M10000000,8000:" + b"00" * 0x8000       # 65 KB > PacketSize
     assert c.ask(huge) == b"E01"
     c.raw(b"$" + b"a" * 200_000)                      # never terminated while it grows...
@@ -296,7 +296,7 @@ def test_busy_port_is_refused_with_exit_code_2(capsys, elf_path):
 
 
 def test_cli_prints_the_attach_command_and_serves_until_the_end(elf_path, gdb, expected):
-    proc = subprocess.Popen([sys.executable, "-m", "quco.host.cli", "gdb", str(MM_KERNEL), "--firmware",
+    proc = subprocess.Popen([sys.executable, "-m", "quco.cli.main", "gdb", str(MM_KERNEL), "--firmware",
                              str(elf_path), "--port", "0", "--at", "launch"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -336,7 +336,7 @@ def test_register_writes_of_the_wrong_width_are_refused(elf_path):
 def test_a_silent_client_does_not_hold_the_stub(elf_path, monkeypatch, opening):
     """One client at a time: one that connects and sends nothing (or half a packet) is dropped
     after SILENT_CLIENT_S, and the next client is served."""
-    monkeypatch.setattr(gdbstub, "SILENT_CLIENT_S", 0.5)
+    monkeypatch.setattr(rsp, "SILENT_CLIENT_S", 0.5)
     server = Server(target(elf_path))
     silent = Client(server.port)
     silent.raw(opening)
@@ -352,7 +352,7 @@ def test_a_silent_client_does_not_hold_the_stub(elf_path, monkeypatch, opening):
 
 def test_a_debugger_may_think_between_packets(elf_path, monkeypatch):
     """After its first packet a client may wait as long as it likes between packets."""
-    monkeypatch.setattr(gdbstub, "SILENT_CLIENT_S", 0.2)
+    monkeypatch.setattr(rsp, "SILENT_CLIENT_S", 0.2)
     server = Server(target(elf_path))
     c = Client(server.port)
     assert c.ask(b"?") == b"S05"

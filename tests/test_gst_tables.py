@@ -11,7 +11,7 @@ import pytest
 
 from quco.gst import abi, tables
 from quco.gst.abi import Status
-from quco.host import cli
+from quco.cli import main as cli
 from quco.host.device import Device
 
 PRESET = tables.PRESET_DIR / "r9-nano.toml"

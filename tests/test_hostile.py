@@ -17,7 +17,7 @@ from quco import examples
 from quco.emulator import timing
 from quco.gst import tables
 from quco.host.device import Device
-from quco.host.fuzz_files import run_cli
+from quco.cli.fuzz_files import run_cli
 from quco.host.kernel import Kernel, KernelError
 from quco.gst.userinput import printable
 
@@ -183,7 +183,7 @@ def test_a_100_kb_name_is_refused_in_linear_time(tmp_path):
 ], ids=["launch", "search", "evaluate"])
 def test_json_into_a_closed_pipe_ends_quietly(argv):
     """`quco-emu ... --json | head -c 10`: the reader leaves early; no BrokenPipeError."""
-    cmd = [sys.executable, "-c", "import sys; from quco.host.cli import main; sys.exit(main(sys.argv[1:]))", *argv]
+    cmd = [sys.executable, "-c", "import sys; from quco.cli.main import main; sys.exit(main(sys.argv[1:]))", *argv]
     read, write = os.pipe()
     os.close(read)  # the reader has gone before the first byte
     try:

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import MM_KERNEL
 from quco import examples
-from quco.host import cli_run
-from quco.host.fuzz_files import run_cli
+from quco.cli import run as cli_run
+from quco.cli.fuzz_files import run_cli
 from quco.perfmodel import sweep
 
 MM = str(MM_KERNEL)
@@ -252,7 +252,7 @@ def test_empty_output_options_are_refused(tmp_path, option):
 
 
 # ---------------------------------------------------------------- pipes and signals
-CLI = [sys.executable, "-c", "import sys; from quco.host.cli import main; sys.exit(main(sys.argv[1:]))"]
+CLI = [sys.executable, "-c", "import sys; from quco.cli.main import main; sys.exit(main(sys.argv[1:]))"]
 
 
 def test_a_table_into_a_closed_pipe_ends_quietly():

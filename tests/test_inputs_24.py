@@ -11,7 +11,7 @@ import pytest
 from conftest import MM_KERNEL
 from quco.emulator import timing
 from quco.gst import abi, tables
-from quco.host.fuzz_files import run_cli
+from quco.cli.fuzz_files import run_cli
 
 MM = str(MM_KERNEL)
 PRESET = (tables.PRESET_DIR / "r9-nano.toml").read_text()

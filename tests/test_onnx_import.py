@@ -9,7 +9,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T, helper  # noqa: E402
 
-from quco.host.cli import main  # noqa: E402
+from quco.cli.main import main  # noqa: E402
 from quco.workloads import format, onnx_graph, onnx_import  # noqa: E402
 from quco.workloads.format import WorkloadError  # noqa: E402
 

@@ -71,7 +71,7 @@ def onnx_model(folder: Path) -> str:
 # and prints [{case, code, out, err, fifo_bytes}] as JSON.
 CHILD = r"""
 import json, os, sys, threading
-from quco.host.fuzz_files import run_cli
+from quco.cli.fuzz_files import run_cli
 uid = int(sys.argv[1])
 cases, warm = json.loads(sys.stdin.read())
 if uid:
@@ -288,7 +288,7 @@ def test_a_folder_the_user_cannot_write_is_refused_up_front(shared_folder):
 ], ids=["gst pack", "profile --trace", "run --trace"])
 def test_output_to_stdout_is_the_file_alone(argv, parse):
     """`-o /dev/stdout > t.gst`: stdout holds the file and nothing else; the report goes to stderr."""
-    done = subprocess.run([sys.executable, "-c", "import sys; from quco.host.cli import main; sys.exit(main(sys.argv[1:]))",
+    done = subprocess.run([sys.executable, "-c", "import sys; from quco.cli.main import main; sys.exit(main(sys.argv[1:]))",
                            *argv], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert parse(done.stdout) and b"wrote" in done.stderr

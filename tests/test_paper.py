@@ -258,7 +258,7 @@ def test_portability_and_dvfs_measures():
 # ---------------------------------------------------------------- the command, end to end
 import csv  # noqa: E402
 
-from quco.host import cli  # noqa: E402
+from quco.cli import main as cli  # noqa: E402
 
 # a reduced scorecard: the firmware's pick, the model's best and two Fig. 6/7 rows of one kernel
 # on the R9 Nano (about a second in this process)

@@ -13,7 +13,8 @@ from conftest import MM_KERNEL
 from quco.emulator.faults import FirmwareMisbehaved
 from quco.gst import abi, tables
 from quco.gst.abi import Status
-from quco.host import cli, reference
+from quco.cli import main as cli
+from quco.host import reference
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 

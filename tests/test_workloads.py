@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLES_DIR, MM_KERNEL, ROOT
 from quco.gst import tables
 from quco.host import reference
-from quco.host.cli import main
+from quco.cli.main import main
 from quco.host.kernel import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import functools
 
-from quco.perfmodel import search
-from quco.perfmodel.evaluate import adapt, geomean
-from quco.perfmodel.params import Machine
-from quco.perfmodel.work import Config, Work
-from quco.workloads.runner import Step, model_ns
+from ..perfmodel import search
+from ..perfmodel.evaluate import adapt, geomean
+from ..perfmodel.params import Machine
+from ..perfmodel.work import Config, Work
+from .runner import Step, model_ns
 
 CASES = ("ATT/Semi-Tuned", "ATT/Fine-Tuned", "QuCo")
 

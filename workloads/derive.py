@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from quco.host.kernel import Kernel
-from quco.gst import abi
+from ..host.kernel import Kernel
+from ..gst import abi
 
 ROWS_PER_WORK_GROUP = 8   # the Table III matrix kernels: 8 streaming queues + 1 stationary
 DEFAULT_ELEM_SIZE = 2     # fp16, as the bundled examples

@@ -13,12 +13,12 @@ import functools
 from pathlib import Path
 
 
-from quco.examples import WORKLOADS
-from quco.gst import schema
-from quco.gst.userinput import printable
-from quco.perfmodel.evaluate import geomean
-from quco.workloads import baselines, runner
-from quco.workloads.format import WorkloadError, Workload, read_json
+from ..examples import WORKLOADS
+from ..gst import schema
+from ..gst.userinput import printable
+from ..perfmodel.evaluate import geomean
+from . import baselines, runner
+from .format import WorkloadError, Workload, read_json
 
 TRACE_SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["name", "clocks_mhz"],

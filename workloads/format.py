@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quco.gst import schema, userinput
-from quco.gst.schema import field_path, value_text
-from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel
-from quco.workloads import derive
+from ..gst import schema, userinput
+from ..gst.schema import field_path, value_text
+from ..host.kernel import Kernel, KernelError, load_kernel, parse_kernel
+from . import derive
 
 SCHEMA_PATH = Path(__file__).with_name("workload.schema.json")
 MAX_FILE_BYTES = 16 << 20

@@ -19,8 +19,8 @@ from __future__ import annotations
 import logging
 import math
 
-from quco.gst import userinput
-from quco.workloads.format import WorkloadError
+from ..gst import userinput
+from .format import WorkloadError
 
 MAX_MODEL_BYTES = (2 << 30) - 1     # protobuf's own limit for one message
 KEEP_ELEMENTS = 1024                # tensors this small keep their data: shapes, axes, scalars

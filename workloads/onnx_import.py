@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quco.gst import userinput
-from quco.workloads import derive, format
-from quco.workloads.format import WorkloadError
-from quco.workloads.onnx_graph import EXPORTER_GRAPH_NAMES, onnx_module, read, text
-from quco.workloads.onnx_layers import LAYER_OPS, MATMUL_OPS, layer_body, type_key
-from quco.workloads.onnx_names import layer_names
+from ..gst import userinput
+from . import derive, format
+from .format import WorkloadError
+from .onnx_graph import EXPORTER_GRAPH_NAMES, onnx_module, read, text
+from .onnx_layers import LAYER_OPS, MATMUL_OPS, layer_body, type_key
+from .onnx_names import layer_names
 
 ATTENTION = ("exclude", "include")
 SHOWN_SKIPPED = 5       # nodes named in the partial-import error

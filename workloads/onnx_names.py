@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import re
 
-from quco.gst import userinput
+from ..gst import userinput
 
 MAX_NAME = 128
 CUT = "..."

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from matplotlib import rc_context
 
-from quco.perfmodel.plots import STYLE, _bars, _figure, _save
-from quco.workloads.baselines import CASES
+from ..perfmodel.plots import STYLE, _bars, _figure, _save
+from .baselines import CASES
 
 
 def fig9(types: list[dict], workload: str, out_dir) -> list[Path]:

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from quco.gst import abi, tables
-from quco.host.device import QUCO_CLOCK_MHZ, Device
-from quco.host.kernel import partition_problems
-from quco.perfmodel import search
-from quco.perfmodel.params import Machine, machine
-from quco.perfmodel.sim import occupancy
-from quco.perfmodel.work import Config, Work, fits
-from quco.workloads.format import Layer, Workload, WorkloadError
+from ..gst import abi, tables
+from ..host.device import QUCO_CLOCK_MHZ, Device
+from ..host.kernel import partition_problems
+from ..perfmodel import search
+from ..perfmodel.params import Machine, machine
+from ..perfmodel.sim import occupancy
+from ..perfmodel.work import Config, Work, fits
+from .format import Layer, Workload, WorkloadError
 
 
 class UnitError(Exception):

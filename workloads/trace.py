@@ -5,7 +5,7 @@ included. Times are microseconds; each span's args carry the layer's figures.
 """
 from __future__ import annotations
 
-from quco.workloads.runner import Step, Tenant
+from .runner import Step, Tenant
 
 UNIT_PID = 1
 

@@ -48,14 +48,20 @@ typedef struct {
     group_t g[QUCO_MAX_QUEUES];
 } groups_t;
 
-/* launch.c: record validation and the algorithm (Algorithms 1-3). */
-void gst_derive(void); /* boot: values of a valid GST the planner reuses */
-uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *groups, uint32_t *detail);
-uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t *detail);
-uint32_t meta_bytes(uint32_t num_queues);
+static inline uint32_t min_u(uint32_t a, uint32_t b) { return a < b ? a : b; }
+/* log2 of an element size of 1, 2, 4 or 8, without a loop: 0, 1, 2, 3 */
+static inline uint32_t log2_elem(uint32_t elem_size) { return (elem_size >> 1) - (elem_size >> 3); }
 static inline uint32_t align_up(uint32_t n) { return (n + QUCO_LDS_ALIGN - 1u) & ~(QUCO_LDS_ALIGN - 1u); }
 
+/* check.c: validates the launch record and groups identical consecutive queues. */
+uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *groups, uint32_t *detail);
+
+/* algorithm.c: the algorithm (Algorithms 1-3). */
+void gst_derive(void); /* boot: values of a valid GST the planner reuses */
+uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t *detail);
+
 /* layout.c: writes the header and descriptors at the LDS base, header last. */
+uint32_t meta_bytes(uint32_t num_queues); /* LDS bytes of the header and descriptors, aligned */
 void layout_write(const launch_t *l, const config_t *c, uint32_t generation);
 
 /* cache.c: recent configurations keyed by the whole launch record. A cold launch is

@@ -3,6 +3,11 @@
  * complete configuration. Only called after planning succeeded: failures touch nothing. */
 #include "quco.h"
 
+uint32_t meta_bytes(uint32_t n)
+{
+    return align_up(sizeof(quco_lds_header_t) + n * (sizeof(quco_queue_desc_t) + sizeof(quco_att_desc_t)));
+}
+
 /* The descriptors are written a word at a time; these fields share a word (quco_abi.h
  * gives each field's word and shift, generated from gst/abi.py). */
 _Static_assert(QUCO_QUEUE_DESC_SLOTS_WORD == QUCO_QUEUE_DESC_TYPE_WORD &&

@@ -1,5 +1,5 @@
 """quco-emu gdb: the firmware under GDB, one kernel's boot and launches served over the
-remote protocol (emulator/gdbstub.py). host/cli.py registers this command and maps errors
+remote protocol (emulator/gdbstub.py). cli/main.py registers this command and maps errors
 to exit codes.
 """
 from __future__ import annotations
@@ -8,21 +8,16 @@ import ipaddress
 import shutil
 import sys
 
-from quco.gst.userinput import printable, whole_number
-from quco.host.kernel import load_kernel
+from . import common
+from ..gst.userinput import printable, whole_number
+from ..host.kernel import load_kernel
 
 MAX_LAUNCHES = 10_000  # a session a person steps through; each launch is pushed when the last ends
 
 
-def _cli():
-    """host/cli.py (its UserError, exit codes and GPU choice); it imports this module."""
-    from quco.host import cli
-    return cli
-
-
 def _gdb_address(args) -> tuple[str, int]:
     """(host, port) from --port [HOST:]PORT and --listen; loopback unless --listen names it."""
-    fail = _cli().UserError
+    fail = common.UserError
     host, _, number = str(args.port).rpartition(":")
     host = host.strip("[]") or args.listen or "127.0.0.1"
     try:
@@ -44,18 +39,17 @@ def _gdb_address(args) -> tuple[str, int]:
 
 def cmd_gdb(args) -> int:
     """Serve the GDB remote protocol for one kernel's boot and launches (emulator/gdbstub.py)."""
-    from quco.emulator import elf, gdbstub
-    from quco.emulator.debug import Target
-    from quco.host.device import firmware_path
-    cli = _cli()
+    from ..emulator import elf, gdbstub
+    from ..emulator.debug import Target
+    from ..host.device import firmware_path
     kernel = load_kernel(args.kernel)
-    gpu, gst = cli._target(args, kernel)
+    gpu, gst = common.target(args, kernel)
     host, port = _gdb_address(args)
-    cli.checked_profile(args.profile)
+    common.checked_profile(args.profile)
     try:
         launches = whole_number(str(args.launches), 1, MAX_LAUNCHES, "--launches")
     except ValueError as e:
-        raise cli.UserError(str(e)) from None
+        raise common.UserError(str(e)) from None
     elf_path = firmware_path(args.firmware)
     target = Target(elf.load(elf_path), gst, kernel.record(), launches, args.profile)
     where = f"reset (pc 0x{target.soc.pc:08x} <{target.image.symbolize(target.soc.pc)}>)"
@@ -67,7 +61,7 @@ def cmd_gdb(args) -> int:
     try:
         sock = gdbstub.listen(host, port)
     except OSError as e:
-        raise cli.UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise common.UserError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     port = sock.getsockname()[1]
     gdb = next((g for g in ("gdb-multiarch", "riscv64-unknown-elf-gdb") if shutil.which(g)), "gdb-multiarch")
     print(f"QuCo GDB stub on {host}:{port}: {kernel.name} on {gpu}, {launches} launch(es), profile "
@@ -83,7 +77,7 @@ def cmd_gdb(args) -> int:
     except KeyboardInterrupt:
         end = "interrupted"
     print(f"session ended ({end}):\n{target.counts()}", end="", flush=True)
-    return cli.EXIT_FAULT if target.fault else 0
+    return common.EXIT_FAULT if target.fault else 0
 
 
 def add_parsers(sub) -> None:

@@ -18,9 +18,9 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from quco.gst import schema
+from ..gst import schema
 
-EXIT_CODES = {0, 1, 2, 3, 4, 5}  # host/cli.py's codes an input file can cause (6, a misbehaving firmware, cannot)
+EXIT_CODES = {0, 1, 2, 3, 4, 5}  # cli/common.py's codes an input file can cause (6, a misbehaving firmware, cannot)
 
 
 class Hang(BaseException):
@@ -42,8 +42,8 @@ class Outcome:
 
 
 def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
-    """cli.main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
-    from quco.host import cli
+    """quco-emu's main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
+    from . import main  # loaded at the first run, not when a test collects this module
 
     def alarm(signum, frame):
         raise Hang()
@@ -54,7 +54,7 @@ def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                code = cli.main([str(a) for a in argv])
+                code = main.main([str(a) for a in argv])
             except SystemExit as e:  # argparse: exit 2 on a usage error
                 code = e.code if isinstance(e.code, int) else 2
     except Hang:
@@ -171,9 +171,9 @@ def toml_line_mutation(rng: random.Random, text: str) -> str:
 
 # ---------------------------------------------------------------- a campaign
 def _sources():
-    from quco import examples
-    from quco.emulator import timing
-    from quco.gst import tables
+    from .. import examples
+    from ..emulator import timing
+    from ..gst import tables
     return (sorted(examples.KERNELS.rglob("*.json")), sorted(tables.PRESET_DIR.glob("*.toml")),
             sorted(timing.PROFILE_DIR.glob("*.toml")))
 
@@ -182,7 +182,7 @@ def mutant(rng: random.Random, folder) -> tuple[str, list[str]]:
     """One mutated input file written into `folder` and the command line that reads it:
     (kind, argv), kind one of kernel, gst-toml, gst-binary, profile."""
     from pathlib import Path
-    from quco.gst import tables
+    from ..gst import tables
     kernels, presets, profiles = _sources()
     folder, n = Path(folder), rng.randrange(10**9)
     kind = rng.choice(["kernel", "kernel", "gst-toml", "gst-binary", "profile"])

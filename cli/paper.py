@@ -6,7 +6,7 @@
     quco-emu paper --list                            # every claim's id and statement
     quco-emu paper --baseline old/rows.csv           # + what changed since an earlier run
 
-Exit 0 whatever the verdicts (it is a report); 2 for bad input. host/cli.py registers it.
+Exit 0 whatever the verdicts (it is a report); 2 for bad input. cli/main.py registers it.
 """
 from __future__ import annotations
 
@@ -22,25 +22,21 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from quco.paper import claims as claims_mod
-from quco.paper import report, scorecard
-from quco.paper.measures import MEASURES
-from quco.paper.ours import GPUS
+from . import common
+from ..paper import claims as claims_mod
+from ..paper import report, scorecard
+from ..paper.measures import MEASURES
+from ..paper.ours import GPUS
 
 VERDICT_STYLE = {"holds": "green", "within tolerance": "yellow", "differs": "red", "no verdict": "dim",
                  "could not compute": "magenta"}
 SCHEDULER = re.compile(r"(tcp|tls|inproc|ucx)://\S+|local-dask")
 
 
-def _cli():
-    from quco.host import cli
-    return cli
-
-
 def _ids(text: str) -> list[str]:
     ids = [i.strip() for i in text.split(",") if i.strip()]
     if not ids:
-        raise _cli().UserError("--claims: no claim id given; expected ID,ID,... (`quco-emu paper --list`)")
+        raise common.UserError("--claims: no claim id given; expected ID,ID,... (`quco-emu paper --list`)")
     return ids
 
 
@@ -78,8 +74,7 @@ def command_line(args) -> str:
 
 
 def cmd_paper(args) -> int:
-    cli = _cli()
-    fail = cli.UserError
+    fail = common.UserError
     try:
         every = claims_mod.load(measures=MEASURES)
         chosen = scorecard.select(every, _ids(args.claims) if args.claims is not None else None, args.gpu)
@@ -87,7 +82,7 @@ def cmd_paper(args) -> int:
         raise fail(str(e)) from None
     if args.list:
         for c in chosen:
-            cli.out.print(Text(f"{c.id}  [{c.source}]  {c.statement}"))
+            common.out.print(Text(f"{c.id}  [{c.source}]  {c.statement}"))
         return 0
     if not chosen:
         raise fail(f"no claim runs on {', '.join(args.gpu)} alone"
@@ -99,15 +94,15 @@ def cmd_paper(args) -> int:
     out_dir = report.check_out_dir(args.out) if args.out else None   # refused before any work
     before = None
     if args.baseline is not None:
-        from quco.gst.userinput import UserFileError
+        from ..gst.userinput import UserFileError
         try:
             before = scorecard.read_baseline(args.baseline)
         except UserFileError as e:
             raise fail(f"--baseline: {e}") from None
-    from quco.perfmodel.sweep import SweepError
+    from ..perfmodel.sweep import SweepError
     start = time.monotonic()
     show = not args.json and os.isatty(2)
-    with Progress(console=cli.err, transient=True, disable=not show) as bar:
+    with Progress(console=common.err, transient=True, disable=not show) as bar:
         job = bar.add_task("sources (firmware, model, workloads)", total=None)
         try:
             rows, sources = scorecard.run(chosen, args.firmware, args.workers, args.scheduler,
@@ -133,7 +128,7 @@ def cmd_paper(args) -> int:
     if changed is not None:
         wide.print(Text(f"since {args.baseline}: {scorecard.trend_line(changed)}"))
     if written:
-        cli.out.print(Text(f"wrote {len(written)} files to {out_dir} (report.md, rows.csv, figures)"))
+        common.out.print(Text(f"wrote {len(written)} files to {out_dir} (report.md, rows.csv, figures)"))
     return 0
 
 

@@ -1,5 +1,5 @@
 """quco-emu search and evaluate, and launch --model: the performance model (quco.perfmodel)
-from the command line. host/cli.py registers these commands and maps errors to exit codes.
+from the command line. cli/main.py registers these commands and maps errors to exit codes.
 """
 from __future__ import annotations
 
@@ -11,22 +11,17 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
-from quco.examples import KERNELS as EXAMPLES
-from quco.gst import tables
-from quco.gst.userinput import int_option, printable
-from quco.host import atomic
-from quco.host.kernel import load_kernel
-from quco.perfmodel import evaluate as ev
-from quco.perfmodel import search
-from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy
-from quco.perfmodel.work import Config, Queue, Work, fits
-
-
-def _cli():
-    """host/cli.py (its console, UserError and GST checks); it imports this module."""
-    from quco.host import cli
-    return cli
+from . import common
+from ..examples import KERNELS as EXAMPLES
+from ..gst import tables
+from ..gst.userinput import int_option, printable
+from ..host import atomic
+from ..host.kernel import load_kernel
+from ..perfmodel import evaluate as ev
+from ..perfmodel import search
+from ..perfmodel.params import machine
+from ..perfmodel.sim import occupancy
+from ..perfmodel.work import Config, Queue, Work, fits
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -50,7 +45,7 @@ def model_bound(kernel, g: dict, where: str) -> None:
     tile = (search.tiles(g) or [search.TILE_RANGE[0]])[0]
     n = sum(work.tiles(first, tile) for first, _ in work.runs())
     if n > MAX_MODEL_TILES:
-        raise _cli().UserError(
+        raise common.UserError(
             f"{where}: the performance model walks every tile of a work-group: {n:,} tiles of {tile} elements "
             f"(queue lengths up to {max(q.length for q in work.queues):,}); it takes at most {MAX_MODEL_TILES:,} "
             f"(about a minute for search, which tries every tile size), so this kernel would run for "
@@ -64,10 +59,9 @@ def model_of(kernel, gpu: str, gst: bytes | None = None):
 
 
 def cmd_search(args) -> int:
-    cli = _cli()
-    out, fail = cli.out, cli.UserError
+    out, fail = common.out, common.UserError
     kernel = load_kernel(args.kernel)
-    gpu, gst = cli._target(args, kernel)
+    gpu, gst = common.target(args, kernel)
     model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
     g, m, work = model_of(kernel, gpu, gst)
     if args.top < 0:
@@ -124,7 +118,7 @@ def _kernel_task(task):
 
 
 def _run(tasks, args, fn):
-    from quco.perfmodel import sweep  # imports dask lazily: only a sweep needs it
+    from ..perfmodel import sweep  # imports dask lazily: only a sweep needs it
     with Progress(transient=True, disable=args.json or not os.isatty(2)) as bar:
         job = bar.add_task("model", total=len(tasks))
         return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
@@ -132,23 +126,22 @@ def _run(tasks, args, fn):
 
 
 def cmd_evaluate(args) -> int:
-    cli = _cli()
-    out = cli.out
-    from quco.perfmodel import sweep
+    out = common.out
+    from ..perfmodel import sweep
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
         sweep.check_table_path(args.out)
     atomic.check_folder(args.plot)
     if args.scheduler is not None:
         sweep.check_scheduler(args.scheduler)
     if args.scheduler is not None and args.workers is not None and args.scheduler != "local-dask":
-        raise cli.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
+        raise common.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
                             f"{printable(args.scheduler)} has its own workers")
     gpus = args.gpu or tables.preset_names()
-    gsts = {gpu: cli.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
+    gsts = {gpu: common.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
-            cli.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
+            common.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
             model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
@@ -167,7 +160,7 @@ def cmd_evaluate(args) -> int:
     if args.out is not None:
         sweep.write_table(rows, args.out)
     if args.plot is not None:
-        from quco.perfmodel import plots
+        from ..perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         written = plots.fig6([r for r in rows if r["case"] in plots.FIG6_CASES], args.plot)
         if not args.no_ablation:
@@ -239,14 +232,14 @@ def _ablation_table(gpu: str, rows: list[dict]) -> Table:
 # ---------------------------------------------------------------- launch --model
 def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     """The modelled run time of `kernel` with the configuration the unit just wrote."""
-    from quco.perfmodel.sim import simulate
-    from quco.perfmodel.trace import chrome_trace
+    from ..perfmodel.sim import simulate
+    from ..perfmodel.trace import chrome_trace
     g, m, work = model_of(kernel, gpu)
     cfg = Config(res.tile, tuple(q.slots for q in res.queues))
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")
-        from quco.host.atomic import write_text
+        from ..host.atomic import write_text
         write_text(trace_path, json.dumps(doc))
     return {"config": cfg.label(work), **o.as_dict(), "clock_mhz": m.clock_mhz}
 

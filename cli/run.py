@@ -5,7 +5,7 @@
     quco-emu run a.json@60:32768 b.json@60:32768 --gpu mi100     # two tenants, their CUs and LDS
     quco-emu import model.onnx -o workload.json
 
-host/cli.py registers these commands and maps errors to exit codes.
+cli/main.py registers these commands and maps errors to exit codes.
 """
 from __future__ import annotations
 
@@ -14,24 +14,20 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from quco.gst import abi, tables
-from quco.gst.userinput import printable, whole_number
-from quco.host import atomic
-from quco.host.atomic import write_text
-from quco.host.device import QUCO_CLOCK_MHZ
-from quco.workloads import baselines, dvfs, format, runner
+from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
+from .perf import model_bound
+from ..gst import abi, tables
+from ..gst.userinput import printable, whole_number
+from ..host import atomic
+from ..host.atomic import write_text
+from ..host.device import QUCO_CLOCK_MHZ
+from ..workloads import baselines, dvfs, format, runner
 
 PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --layers
 
 
-def _ui():
-    from quco.host import cli
-    return cli.out, cli.UserError, cli.clock_mhz
-
-
 def _tenant(spec: str) -> runner.Tenant:
     """WORKLOAD or WORKLOAD@CUS[:LDS]."""
-    _, fail, _ = _ui()
     path, at, share = spec.rpartition("@") if "@" in spec else (spec, "", "")
     cus = lds = 0
     if at:
@@ -43,9 +39,9 @@ def _tenant(spec: str) -> runner.Tenant:
             cus = whole_number(parts[0], 0, abi.GST.field("num_cus").hi, "CUS")
             lds = whole_number(parts[1], 0, abi.GST.field("lds_bytes").hi, "LDS_BYTES") if len(parts) == 2 else 0
         except ValueError as e:
-            raise fail(f"tenant {shown!r}: {e}; expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES") from None
+            raise UserError(f"tenant {shown!r}: {e}; expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES") from None
         if lds % 128:
-            raise fail(f"tenant {shown!r}: LDS_BYTES {lds} is not a multiple of 128")
+            raise UserError(f"tenant {shown!r}: LDS_BYTES {lds} is not a multiple of 128")
     return runner.Tenant(format.load(path), cus, lds)
 
 
@@ -59,7 +55,6 @@ def _with_progress(args, tenants, job):
     total = sum(len(t.workload.layers) for t in tenants)
     if total < PROGRESS_FROM:
         return job(None)
-    from quco.host.cli import err
     if not err.is_terminal:
         err.print(f"running {total:,} layers (each a launch on the unit and a model run; this takes a while)")
         return job(None)
@@ -81,7 +76,6 @@ def _trace(spec: str) -> dvfs.Trace:
 def _trace_fits(trace: dvfs.Trace, gst: bytes, gpu: str, via: str, layers: int) -> None:
     """A trace made for another GPU is refused (its clocks are that GPU's DVFS states); one
     with more clocks than the workload has layers is run with a warning naming what is unused."""
-    from quco.host.cli import UserError, checked_gst, err
     if trace.gpu and checked_gst(trace.gpu, f"{trace.path}: gpu") != gst:
         raise UserError(f"{trace.path}: gpu: the trace is made for {printable(trace.gpu)}, but the run is on "
                         f"{printable(gpu)} ({via or 'the default'}); its clocks are that GPU's. Run it with "
@@ -96,18 +90,14 @@ def _ns(v) -> str:
 
 
 def cmd_run(args) -> int:
-    out, fail, _ = _ui()
     atomic.check_target(args.trace)  # before any work: an output it cannot write is exit 2 now
     atomic.check_folder(args.plot)
-    from quco.host.cli import checked_profile
     checked_profile(args.profile)
     tenants = [_tenant(s) for s in args.workloads]
     trace = _trace(args.dvfs) if args.dvfs is not None else None  # --dvfs "" is refused
     w = tenants[0].workload
     gpu, via = ((args.gpu, "--gpu") if args.gpu is not None else (w.gpu, f"{printable(w.path)}: gpu") if w.gpu else
                 (trace.gpu, f"{trace.path}: gpu") if trace and trace.gpu else ("r9-nano", ""))
-    from quco.host.cli import checked_gst
-    from quco.host.cli_perf import model_bound
     gst = checked_gst(gpu, via)  # a table the unit refuses is bad input: exit 2
     if trace:
         _trace_fits(trace, gst, gpu, via, len(w.layers))
@@ -119,7 +109,7 @@ def cmd_run(args) -> int:
                 seen.add(lay.type)
                 model_bound(lay.kernel, g, f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})")
     if trace and len(tenants) > 1:
-        raise fail("--dvfs runs one workload; give one WORKLOAD")
+        raise UserError("--dvfs runs one workload; give one WORKLOAD")
     options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)
     try:
         session = runner.Session(gpu, **options)
@@ -132,16 +122,16 @@ def cmd_run(args) -> int:
                                  active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
                                  hw_run=(session, steps), **options) if trace else None)
     except runner.UnitError as e:
-        raise fail(str(e), 3) from None
+        raise UserError(str(e), 3) from None
     totals = {tid: {**runner.totals([s for s in steps if s.tenant == tid]), "skipped_layers": len(t.workload.skipped)}
               for tid, t in enumerate(tenants)}
     types = baselines.by_type(steps)
     written = []
     if args.trace is not None:
-        from quco.workloads.trace import chrome_trace
+        from ..workloads.trace import chrome_trace
         write_text(args.trace, json.dumps(chrome_trace(steps, tenants, gpu)))
     if args.plot is not None:
-        from quco.workloads import plots
+        from ..workloads import plots
         if summary:
             for tid, t in enumerate(tenants):
                 written += plots.fig9([r for r in types if r["tenant"] == tid], t.workload.name, args.plot)
@@ -286,13 +276,12 @@ def _dvfs_table(c: dict, every_layer: bool) -> Table:
 
 
 def cmd_import(args) -> int:
-    out, fail, _ = _ui()
-    from quco.gst.userinput import printable
-    from quco.workloads import onnx_import
+    from ..gst.userinput import printable
+    from ..workloads import onnx_import
     if not args.output:
-        raise fail("-o/--output: empty; expected the workload JSON file to write")
+        raise UserError("-o/--output: empty; expected the workload JSON file to write")
     if args.name is not None and not args.name.strip():
-        raise fail("--name: empty; expected the workload's name (or leave --name out: the graph's or the file's)")
+        raise UserError("--name: empty; expected the workload's name (or leave --name out: the graph's or the file's)")
     doc, unsupported = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size,
                                            attention=args.attention, allow_partial=args.allow_partial)
     text = json.dumps(doc, indent=1) + "\n"
@@ -300,7 +289,7 @@ def cmd_import(args) -> int:
     try:
         write_text(args.output, text)
     except OSError as e:
-        raise fail(e.strerror if args.output in (e.strerror or "") else f"{args.output}: cannot write: {e.strerror}") from None
+        raise UserError(e.strerror if args.output in (e.strerror or "") else f"{args.output}: cannot write: {e.strerror}") from None
     src = printable(args.model)
     out.print(Text(f"wrote {printable(args.output)}: {len(doc['layers'])} layers ({len(doc['layer_types'])} types) "
                    f"from {src}, \"{doc['name']}\""))
@@ -322,7 +311,6 @@ def cmd_import(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    _, _, clock_mhz = _ui()
     p = sub.add_parser("run", help="run a workload (a model layer by layer) through the unit and the model")
     p.add_argument("workloads", nargs="+", metavar="WORKLOAD[@CUS[:LDS]]",
                    help="workload JSON; two or more share the GPU, each on its CUs and LDS bytes per CU")

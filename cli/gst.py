@@ -1,5 +1,5 @@
 """quco-emu gst: show, pack or check a GPU Specification Table (gst/tables.py).
-host/cli.py registers this command and maps errors to exit codes.
+cli/main.py registers this command and maps errors to exit codes.
 """
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ import json
 
 from rich.table import Table
 
-from quco.gst import abi, tables
-from quco.gst.userinput import printable
-from quco.host import atomic
-
-
-def _cli():
-    """host/cli.py (its console, UserError, GST checks and file writer); it imports this module."""
-    from quco.host import cli
-    return cli
+from . import common
+from ..gst import abi, tables
+from ..gst.userinput import printable
+from ..host import atomic
 
 
 def _text(raw: bytes) -> str:
@@ -24,7 +19,6 @@ def _text(raw: bytes) -> str:
 
 
 def cmd_gst(args) -> int:
-    cli = _cli()
     if args.action == "show":
         raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
         g = tables.unpack(raw)
@@ -39,19 +33,19 @@ def cmd_gst(args) -> int:
             shown = _text(v) if isinstance(v, bytes) else (
                 f"0x{v:08x}" if f.name in ("magic", "checksum") else f"{v:,}")
             t.add_row(f.name, shown, f.doc, *((printable(src.get(f.name, "")),) if src else ()))
-        cli.out.print(t)
+        common.out.print(t)
         return 0
     if args.action == "pack":
         if args.output is None:
-            raise cli.UserError("gst pack: give -o OUTPUT.gst")
+            raise common.UserError("gst pack: give -o OUTPUT.gst")
         atomic.check_target(args.output)
         raw = tables.load(args.file)
-        cli._write(args.output, raw)
-        cli.out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
+        common.write_output(args.output, raw)
+        common.out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
         return 0
-    raw = cli.checked_gst(args.file)  # check: the firmware's own boot rules (gst/abi.py)
+    raw = common.checked_gst(args.file)  # check: the firmware's own boot rules (gst/abi.py)
     name = _text(tables.unpack(raw)["name"])
-    cli.out.print(f"{printable(args.file)}: ok ({name})")
+    common.out.print(f"{printable(args.file)}: ok ({name})")
     return 0
 
 

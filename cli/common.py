@@ -1,0 +1,115 @@
+"""What every quco-emu command shares: the exit codes, the consoles, the user's errors, and the
+checks of the inputs several commands read (a GST, the target GPU, a partition, a timing
+profile, an output file). The command modules (launch.py, gst.py, ...) import it; main.py
+maps the errors of every command to the exit codes.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+
+from ..gst import tables
+from ..gst.userinput import printable
+from ..host import atomic
+from ..host.kernel import partition_problems
+
+EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
+EXIT_FIRMWARE_MISBEHAVED = 6
+DEFAULT_GPU = "r9-nano"
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich's default exits 1 (the "disagree" code) with nothing said; main() ends a closed
+        pipe (`quco-emu evaluate | head -1`) quietly with exit 0 instead."""
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+# markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
+# literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
+# take quadratic time on long text
+out = _Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
+err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
+              highlight=False, soft_wrap=True)  # messages whole, for grep
+
+
+def clock_mhz(text: str) -> float:
+    """--clock: the QuCo clock in MHz, a finite number above 0 (argparse reports the rest)."""
+    shown = printable(text if len(text) <= 40 else text[:37] + "...")
+    try:
+        if not text.isascii():  # float() reads "٧٠٠" as 700
+            raise ValueError
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a number in digits 0-9; expected MHz above 0, "
+                                         "at most 10000") from None
+    if not (0 < v <= 10_000):  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{shown} is out of range; expected MHz above 0, at most 10000")
+    return v
+
+
+class UserError(Exception):
+    def __init__(self, message: str, code: int = EXIT_INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+def checked_gst(spec: str, via: str = "") -> bytes:
+    """A GST preset or file, held to the unit's boot rules (tables.load): a table the unit would
+    refuse is a bad input file (exit 2), whether it comes from --gpu, a kernel's "gpu" or gst
+    check. `via` says where the name came from, for the message."""
+    try:
+        return tables.load(spec)
+    except tables.GstFileError as e:
+        raise UserError(f"{via}: {e}" if via else str(e)) from None
+
+
+def target(args, kernel=None) -> tuple[str, bytes]:
+    """The GPU a command runs on (--gpu, else the kernel file's "gpu", else r9-nano) and its
+    GST; a kernel whose partition the GPU cannot give is refused here, before any launch."""
+    if getattr(args, "gpu", None) is not None:  # `check` has no --gpu
+        gpu, gst = printable(args.gpu), checked_gst(args.gpu, "--gpu")
+    elif kernel is not None and kernel.gpu:
+        gpu, gst = kernel.gpu, checked_gst(kernel.gpu, f"{printable(str(args.kernel))}: gpu")
+    else:
+        gpu, gst = DEFAULT_GPU, checked_gst(DEFAULT_GPU)
+    if kernel is not None:
+        checked_partition(kernel, gst, gpu, printable(str(args.kernel)))
+    return gpu, gst
+
+
+def checked_partition(kernel, gst: bytes, gpu: str, where: str) -> None:
+    """A partition larger than the GPU is bad input (exit 2), the same message everywhere."""
+    problems = partition_problems(kernel.active_cus, kernel.lds_bytes, tables.unpack(gst), gpu)
+    if problems:
+        raise UserError("\n".join(f"{where}: {p}" for p in problems))
+
+
+def checked_profile(spec) -> None:
+    """--profile: a timing profile whose instructions take time (see ZERO_ISSUE)."""
+    if spec is None:
+        return
+    from ..emulator.timing import CLASSES, OPTIONAL, load_profile
+    p = load_profile(spec)  # ProfileError (exit 2) for a file that breaks the schema
+    free = [c for c in (*CLASSES, *OPTIONAL) if p.issue.get(c, 1) < 1]  # in the file's documented order
+    if free:
+        where = printable(str(p.path or spec))
+        raise UserError(f"{where}: issue.{free[0]}: 0 cycles"
+                        f"{f' (and {len(free) - 1} more classes)' if len(free) > 1 else ''}; {ZERO_ISSUE}")
+
+
+# A single-issue in-order core (QuCo's CV32E40P) issues at most one instruction per cycle, so
+# every class occupies the pipeline for at least one cycle; a profile where one costs nothing
+# would report cycles below the instruction count ("0 cycles = 0 ns" when all are 0).
+ZERO_ISSUE = ("expected at least 1 cycle for every [issue] class: a single-issue core issues at most one "
+              "instruction per cycle, so nothing retires in 0 cycles")
+
+
+def write_output(path: str, data: str | bytes) -> None:
+    """An output file, written atomically; a failure is a clear error and leaves the old file."""
+    try:
+        atomic.write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as e:
+        named = str(path) in (e.strerror or "")  # atomic.write_bytes names the file already
+        raise UserError(printable(e.strerror if named else f"{path}: cannot write: {e.strerror or e}")) from None
