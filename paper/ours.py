@@ -116,9 +116,9 @@ def _best_by_pick(k, gst: bytes) -> dict:
     """{"tile/slots": cycles}: the model's best configuration with that tile and that many slots
     on every streaming queue (the stationary queues' slots at their best: the paper gives one
     count per kernel). The exhaustive ranking kernel_rows made is cached, so this costs lookups."""
-    from quco.perfmodel import search
-    from quco.perfmodel.params import machine
-    from quco.perfmodel.work import Work
+    from ..perfmodel import search
+    from ..perfmodel.params import machine
+    from ..perfmodel.work import Work
     g, work = tables.unpack(gst), Work.of(k)
     out = {}
     for r in search.exhaustive(machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), g, work):   # best first
