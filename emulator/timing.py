@@ -86,6 +86,13 @@ def _checker() -> Checker:
     return Checker(profile_schema())
 
 
+# A single-issue in-order core (QuCo's CV32E40P) issues at most one instruction per cycle, so
+# every class occupies the pipeline for at least one cycle; a profile where one costs nothing
+# would report cycles below the instruction count ("0 cycles = 0 ns" when all are 0).
+ZERO_ISSUE = ("expected at least 1 cycle for every [issue] class: a single-issue core issues at most one "
+              "instruction per cycle, so nothing retires in 0 cycles")
+
+
 def load_profile(spec: str | Path = "cv32e40p") -> Profile:
     """A built-in profile by name or a TOML file, checked against profile_schema();
     raises ProfileError naming the file, the table, the key, the value and what is allowed."""
@@ -105,6 +112,10 @@ def load_profile(spec: str | Path = "cv32e40p") -> Profile:
         raise ProfileError("\n".join(f"{printable(str(path))}: {msg}" for msg in report([m for _, m in problems])))
     issue, result, hazard, wake = doc["issue"], doc.get("result", {}), doc.get("hazard", {}), doc.get("wake", {})
     issue = {**{k: issue[fallback] for k, fallback in OPTIONAL.items()}, **issue}
+    free = [c for c in (*CLASSES, *OPTIONAL) if issue.get(c, 1) < 1]   # in the file's documented order
+    if free:
+        raise ProfileError(f"{printable(str(path))}: issue.{free[0]}: 0 cycles"
+                           f"{f' (and {len(free) - 1} more classes)' if len(free) > 1 else ''}; {ZERO_ISSUE}")
     return Profile(doc.get("name", path.stem), doc.get("description", ""), issue, dict(result),
                    hazard.get("jalr_operand", 0), hazard.get("fpu_busy_until_result", False),
                    hazard.get("split_access", 0), hazard.get("fp_load_store_wait", True),

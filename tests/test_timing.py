@@ -189,3 +189,20 @@ def test_divides_in_a_loop_follow_each_divisor(gnu_as):
     source = "li a2,0x80000000\nloop:\ndivu a0,a1,a2\nsrli a2,a2,1\nbnez a2,loop\ndivu a0,a1,a2"
     loop = sum(3 + k + 1 + 1 for k in range(32)) + 2 * 31  # divide, srli, bnez; taken 31 times
     assert run_cycles(gnu_as, source, "cv32e40p") == 1 + loop + 35 + 1
+
+
+@pytest.mark.firmware
+def test_a_profile_where_instructions_take_no_time_is_refused_by_the_library(tmp_path):
+    """Not only the CLI: Device refuses it too (a 0-cycle class would report fewer cycles than
+    instructions, impossible on a single-issue core)."""
+    from quco.host.device import Device
+    text = (timing.PROFILE_DIR / "ipc1.toml").read_text()
+    free = tmp_path / "free.toml"
+    free.write_text(text.replace("store = 1", "store = 0"))
+    with pytest.raises(timing.ProfileError, match=r"free\.toml: issue\.store: 0 cycles; expected at least 1 cycle"):
+        Device("r9-nano", profile=str(free))
+    everything = tmp_path / "all.toml"
+    everything.write_text("[issue]\n" + "".join(f"{c} = 0\n" for c in timing.CLASSES))
+    with pytest.raises(timing.ProfileError, match=r"issue\.alu: 0 cycles \(and \d+ more classes\)"):
+        timing.load_profile(everything)
+    assert timing.load_profile(timing.PROFILE_DIR / "ipc1.toml").issue["store"] == 1
