@@ -115,10 +115,12 @@ GST = Struct("gst", (
     Field("num_cus", "u32", "compute units on the GPU", 1, 1024),
     Field("simd_muls_per_cycle", "u32", "SIMD multiplies per cycle per CU", 1, 4096),
     Field("wavefront_pools", "u32", "wavefront pools (SIMDs) per CU", 1, 16),
-    Field("lat_att_cycles", "u32", "ATT issue latency, core cycles", 0, 10_000),
-    Field("lat_l1_cycles", "u32", "L1 round trip, core cycles (informational)", 0, 100_000),
-    Field("lat_l2_cycles", "u32", "L2 round trip, core cycles", 0, 100_000),
-    Field("lat_dram_cycles", "u32", "DRAM round trip, core cycles", 1, 100_000),
+    # The latencies are times, in cycles of the LAT_REF_MHZ = 1000 reference (ns): a memory
+    # round trip does not shorten when the CUs clock faster (docs/algorithm.md, "latencies").
+    Field("lat_att_cycles", "u32", "ATT issue latency, ns (cycles of the 1 GHz reference)", 0, 10_000),
+    Field("lat_l1_cycles", "u32", "L1 round trip, ns (cycles of the 1 GHz reference; informational)", 0, 100_000),
+    Field("lat_l2_cycles", "u32", "L2 round trip, ns (cycles of the 1 GHz reference)", 0, 100_000),
+    Field("lat_dram_cycles", "u32", "DRAM round trip, ns (cycles of the 1 GHz reference)", 1, 100_000),
     Field("dram_bw_mbps", "u32", "DRAM bandwidth, 10^6 bytes per second", 1, 100_000_000),
     Field("cache_line_bytes", "u32", "cache line, bytes", 16, 1024, pow2=True),
     Field("lds_bytes", "u32", "LDS per CU, bytes", 1024, 256 * 1024, multiple=256),

@@ -1,15 +1,18 @@
 """What the performance model knows about the hardware: the GST's figures, the partition's,
 and the few constants the GST does not carry, each declared once with its source.
 
-docs/perf-model.md explains how each enters the model. Latencies are in GPU core cycles
-at the clock the kernel runs at: the GST gives them at its nominal clock; the part of a
-DRAM round trip beyond an L2 hit is a fixed time (so it scales with a DVFS clock), while
-the L2, ATT and LDS run on the core clock (so their cycle counts do not). DRAM bandwidth
-is fixed in bytes per second, so a lower clock gives more bytes per cycle.
+docs/perf-model.md explains how each enters the model. The GST's latencies are times,
+counted in cycles of the 1,000 MHz reference LAT_REF_MHZ (ns), as the firmware reads them;
+the model turns them into core cycles at the GST's nominal clock. Under a DVFS clock the
+part of a DRAM round trip beyond an L2 hit stays a fixed time (so its cycle count scales
+with the clock), while the L2, ATT and LDS run on the core clock (so their cycle counts do
+not). DRAM bandwidth is fixed in bytes per second, so a lower clock gives more bytes per cycle.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..gst import abi
 
 # name: (value, unit, source). Assumptions say so; none is fitted to QuCo's picks.
 CONSTANTS = {
@@ -82,8 +85,10 @@ class Machine:
 
 def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
             unlimited_lds: bool = False) -> Machine:
-    """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all)."""
+    """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all).
+    The GST's latencies are ns (cycles of LAT_REF_MHZ); the Machine's are core cycles."""
     nominal = g["core_clock_mhz"]
+    ref = abi.const("LAT_REF_MHZ")
     name = g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
     (slices, slice_bytes), _ = L2_BY_GPU.get(name, L2_DEFAULT)
     clock = core_clock_mhz or nominal
@@ -92,10 +97,11 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         clock_mhz=float(clock), cus=active_cus or g["num_cus"],
         lds_bytes=big if unlimited_lds else (lds_bytes or g["lds_bytes"]),
         simd_muls=g["simd_muls_per_cycle"], pools=g["wavefront_pools"],
-        lat_att=float(g["lat_att_cycles"]), lat_l2=float(g["lat_l2_cycles"]),
+        # ATT and L2: core cycles at the nominal clock, kept under DVFS (they run on the core clock).
+        lat_att=g["lat_att_cycles"] * nominal / ref, lat_l2=g["lat_l2_cycles"] * nominal / ref,
         # Table II's latencies are CU round trips to each level: the part of a DRAM round
         # trip beyond an L2 hit is DRAM time, fixed in ns, so it scales with the clock.
-        lat_dram=g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal,
+        lat_dram=g["lat_l2_cycles"] * nominal / ref + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / ref,
         dram_bytes_per_cycle=g["dram_bw_mbps"] / clock,
         cache_line=g["cache_line_bytes"],
         barrier_limit=big if unlimited_lds else g["barrier_limit"],

@@ -137,6 +137,23 @@ def test_dvfs_clock_changes_dram_in_cycles():
     assert low.lat_l2 == M.lat_l2 and low.lat_dram < M.lat_dram
 
 
+def test_gst_latencies_are_ns_read_at_the_nominal_clock():
+    # The GST's latencies are ns (cycles of the 1 GHz reference), as the firmware reads them.
+    # R9 Nano at 1 GHz: ns = cycles. MI100 at 1.5 GHz: Table II's 100/250/300 are
+    # 150/375/450 core cycles.
+    assert (M.lat_att, M.lat_l2, M.lat_dram) == (100, 300, 450)
+    mi100 = tables.unpack(tables.load("mi100"))
+    assert (mi100["lat_att_cycles"], mi100["lat_l2_cycles"], mi100["lat_dram_cycles"]) == (100, 250, 300)
+    m = machine(mi100)
+    assert (m.lat_att, m.lat_l2, m.lat_dram) == pytest.approx((150, 375, 450))
+    # At 1 GHz the L2 round trip stays 375 core cycles; the 50 ns beyond it become 50 cycles.
+    low = machine(mi100, core_clock_mhz=1000)
+    assert (low.lat_att, low.lat_l2, low.lat_dram) == pytest.approx((150, 375, 425))
+    # A GPU at twice the clock with the same ns sees twice the cycles.
+    fast = machine(dict(R9, core_clock_mhz=2000))
+    assert (fast.lat_att, fast.lat_l2, fast.lat_dram) == pytest.approx((200, 600, 900))
+
+
 # ---------------------------------------------------------------- properties
 works = st.builds(
     lambda n, length, ci, wgs, stat: stream(n, length, ci, wgs_per_cu=wgs, stationary=stat),
