@@ -81,21 +81,28 @@ def run(fn, tasks, scheduler=None, workers: int | None = None, progress=None,
 
 
 def _start_fork_server() -> None:
-    """Start multiprocessing's fork server with SIGINT ignored: the disposition survives its
-    exec and every worker forked from it keeps it, so Ctrl-C (which a terminal sends to the
-    whole process group) reaches only this process, which ends the workers (_run_pool), and no
-    worker prints a KeyboardInterrupt traceback, not even one starting up. SIGINT is blocked
-    meanwhile, so a Ctrl-C in this moment stays pending here and acts afterwards."""
-    from multiprocessing import forkserver
+    """Start multiprocessing's fork server with SIGINT blocked. The mask survives its exec and
+    every worker forked from it inherits it, so Ctrl-C (which a terminal sends to the whole
+    process group) stays pending in the workers and acts only here, where _run_pool ends them:
+    no worker prints a KeyboardInterrupt traceback, not even one starting up (the server itself
+    sets SIGINT to SIG_IGN, which drops its own pending one). Here a Ctrl-C in this moment stays
+    pending and acts once the mask is restored.
+
+    Never SIG_IGN in this process: a signal that arrived while it was ignored would be lost, and
+    the CLI would wait for the whole sweep. Two ways that happened (one run in ten of
+    tests/test_hostile_24.py's group Ctrl-C "while the pool starts"): CPython's
+    resource_tracker.ensure_running() *unblocks* SIGINT and SIGTERM once it has spawned the
+    tracker, so it is started first, outside the window; and an ignored SIGINT during the
+    fork server's spawn."""
+    from multiprocessing import forkserver, resource_tracker
     if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()
         return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # blocked: kept pending, even ignored
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # blocked: kept pending here
     try:
         forkserver.ensure_running()
     finally:
-        signal.signal(signal.SIGINT, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
