@@ -351,6 +351,22 @@ def test_movement_problems_by_hand():
     assert movement_problems([(0, 0, 0), (3, 0, 0)]) == []
     assert movement_problems([(0, 0, 0)], 2) == ["grid.phases: 2 does not divide the work-group's 1 passes"]
     assert movement_problems([(4, 3, 0)]) == ["queues[0].fresh_passes: 3 does not divide its passes (4)"]
+    assert movement_problems([], 2) == ["grid.phases: 2 does not divide the work-group's 1 passes"]
+    assert movement_problems([(4, 0, 0), (3, 0, 0)]) == [
+        "queues[1].passes: 3 does not divide the work-group's 4 passes (the most of any queue); expected a divisor"]
+
+
+def test_parse_kernel_checks_the_loop_nest_in_the_files_words():
+    q = {"type": "streaming", "length": 64, "elem_size": 2}
+    k = parse_kernel(minimal(queues=[q]))
+    assert (k.movement, k.work_groups, k.output_bytes, k.flops_per_work_group, k.phases) == ([], 0, 0, 0, 1)
+    assert parse_kernel(minimal(queues=[{**q, "passes": 3}, q])).movement == [(3, 0, 0), (1, 0, 0)]
+    assert parse_kernel(minimal(queues=[{**q, "fresh_passes": 1}])).movement == [(1, 1, 0)]
+    assert parse_kernel(minimal(queues=[{**q, "shared_by": 1}])).movement == [(1, 0, 1)]
+    assert problems_of(minimal(queues=[{**q, "passes": 4}], grid={"work_groups": 1, "phases": 3})) == (
+        "kernel: grid.phases: 3 does not divide the work-group's 4 passes")
+    assert problems_of(minimal(queues=[{**q, "passes": 4, "fresh_passes": 3}])) == (
+        "kernel: queues[0].fresh_passes: 3 does not divide its passes (4)")
 
 
 def test_a_kernel_built_in_python_checks_its_loop_nest():
@@ -374,6 +390,8 @@ def test_document_writes_a_grid_for_phases_or_split_k_alone():
     assert (back.phases, back.split_k, back.movement) == (2, 1, [(4, 0, 0)])
     assert parse_kernel(split.document()).split_k == 3
     once = Kernel("k", 1.0, queues=[q], movement=[(4, 1, 1)])  # fresh once, shared by one: not the defaults (0)
+    assert Kernel("k", 1.0, queues=[q], movement=[(1, 1, 0)]).document()["queues"][0] == {
+        "type": "streaming", "length": 64, "elem_size": 2, "fresh_passes": 1}  # one pass is the default: not written
     assert once.document()["queues"] == [{"type": "streaming", "length": 64, "elem_size": 2, "passes": 4,
                                           "fresh_passes": 1, "shared_by": 1}]
 
