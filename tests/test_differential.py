@@ -64,8 +64,9 @@ def test_raw_gst_bytes_are_rejected_at_boot(devices, raw):
     assert fw.status == dev.boot_status
 
 
-def test_relaunch_hits_the_cache_and_writes_the_same_bytes(devices):
-    dev = devices("mi100")
+def test_relaunch_hits_the_cache_and_writes_the_same_bytes(elf_path):
+    from quco.host.device import Device
+    dev = Device("mi100", elf_path)  # its own: on the shared one an earlier test may have cached this record
     rec = load_kernel(EXAMPLES[0]).record()
     first, second = dev.launch(rec), dev.launch(rec)
     assert second.cache_hit and second.generation == first.generation + 1

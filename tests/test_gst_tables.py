@@ -3,6 +3,7 @@ read: `gst pack` refuses what `gst check` and the firmware would refuse (issue #
 with exit code 2 and a message naming the file, the field, the value and what is allowed,
 and writes nothing. Each refusal is also confirmed against the firmware itself: the same
 table, forced into a unit, fails its boot with the status the message names."""
+import datetime
 import random
 import re
 import zlib
@@ -132,3 +133,34 @@ def test_every_shape_rule_is_declared_with_its_field():
     assert [(f.name, f.shape) for f in abi.GST_SHAPED] == [
         ("cache_line_bytes", "a power of two"), ("lds_bytes", "a multiple of 256"),
         ("min_tile_elems", "a power of two"), ("max_tile_elems", "a power of two, at least min_tile_elems")]
+
+
+# Edges found by bench/mutation.py: each expectation is TOML's own spelling, written by hand.
+@pytest.mark.parametrize("value, kind, shown", [
+    (True, "a boolean", "true"), (False, "a boolean", "false"), ("ab", "a string", '"ab"'),
+    (1.5, "a float", "1.5"), (float("nan"), "a float", "nan"), (float("inf"), "a float", "inf"),
+    (float("-inf"), "a float", "-inf"), ([], "an array", "[]"), ([1], "an array", "[...]"),
+    ({}, "a table", "{}"), ({"a": 1}, "a table", "{...}"), (7, "an integer", "7"),
+    (10**30 - 1, "an integer", "9" * 30), (10**30, "an integer", "10000000000000000000..."),
+    (datetime.datetime(2026, 1, 2, 3, 4), "a date-time", "2026-01-02 03:04:00"),
+    (datetime.date(2026, 1, 2), "a date", "2026-01-02"), (datetime.time(3, 4), "a time", "03:04:00"),
+    (None, "a value", "None"), ("é", "a string", '"é"'),
+])
+def test_toml_kind_and_value_by_hand(value, kind, shown):
+    assert (tables.toml_kind(value), tables.toml_value(value)) == (kind, shown)
+
+
+def test_toml_value_shortens_long_text_to_sixty_characters():
+    assert tables.toml_value("x" * 58) == '"' + "x" * 58 + '"'  # 60 with the quotes: kept whole
+    assert tables.toml_value("x" * 59) == '"' + "x" * 56 + "..."  # 61: cut to 57 and an ellipsis
+    assert tables.toml_value("y" * 1000) == '"' + "y" * 56 + "..."  # 1000 characters: only 60 encoded
+    assert tables.toml_key("Ab_9-") == "Ab_9-" and tables.toml_key("a b") == '"a b"'
+
+
+def test_a_delete_byte_in_a_binary_name_is_not_printable():
+    raw = bytearray(tables.load("r9-nano"))
+    off = abi.GST.offset("name")
+    raw[off:off + 3] = b"a\x7f\0"
+    assert tables.name_problem(bytes(raw)).startswith('name: "a\\x7f" is not printable ASCII')
+    raw[off:off + 3] = b"a~\0"
+    assert tables.name_problem(bytes(raw)) is None

@@ -1,6 +1,7 @@
 """kernel.json: schema, error messages, the bundled examples and the packed launch record."""
 import json
 import math
+import re
 import struct
 from fractions import Fraction
 
@@ -313,3 +314,96 @@ def test_valid_docs_parse_and_pack(doc):
         (q["length"], {"streaming": 0, "stationary": 1}[q["type"]], q["elem_size"]) for q in expanded]
     assert all(q == dict(length=0, type=0, elem_size=0, reserved=0) for q in qs[len(expanded):])
     assert (k.name, k.gpu, k.description) == (doc["name"], doc.get("gpu"), doc.get("description", ""))
+
+
+# ---------------------------------------------------------------- edges found by bench/mutation.py
+# Each case below states a value worked out by hand; each failed against a mutant of host/kernel.py
+# that the suite let survive (a boundary moved by one, a default changed, a condition inverted).
+def test_queue_names_number_only_the_counted_entries():
+    doc = minimal(queues=[{"type": "streaming", "length": 64, "elem_size": 2, "name": "a"},
+                          {"type": "streaming", "length": 64, "elem_size": 2, "name": "b", "count": 2},
+                          {"type": "stationary", "length": 8, "elem_size": 4, "count": 2}])
+    assert parse_kernel(doc).queue_names == ["a", "b[0]", "b[1]", "", ""]
+
+
+def test_sixteen_entries_whose_counts_add_up_to_seventeen_are_refused():
+    one = {"type": "streaming", "length": 64, "elem_size": 2}
+    assert len(parse_kernel(minimal(queues=[one] * 16)).queues) == 16
+    assert problems_of(minimal(queues=[one] * 15 + [{**one, "count": 2}])) == (
+        "kernel: queues: 17 queues after expanding count (" + " + ".join(["1"] * 15 + ["2"]) +
+        "); expected at most 16 in total")
+
+
+def test_a_partition_of_exactly_the_whole_gpu_is_allowed():
+    from quco.host.kernel import partition_problems
+    g = {"num_cus": 64, "lds_bytes": 65536}
+    assert partition_problems(64, 65536, g, "r9-nano") == []
+    assert partition_problems(65, 65536 + 128, g, "r9-nano") == [
+        "partition.active_cus: 65 is out of range; expected 0 to 64 (r9-nano's num_cus; 0 = all)",
+        "partition.lds_bytes: 65664 is out of range; expected 0 to 65536 (r9-nano's lds_bytes per CU; 0 = all), "
+        "a multiple of 128"]
+
+
+def test_movement_problems_by_hand():
+    from quco.host.kernel import movement_problems
+    assert movement_problems([]) == []  # no queue: one pass, one phase
+    assert movement_problems([(4, 2, 0), (2, 0, 0), (0, 0, 0)]) == []  # 0 = one pass, divides 4
+    assert movement_problems([(0, 0, 0), (3, 0, 0)]) == []
+    assert movement_problems([(0, 0, 0)], 2) == ["grid.phases: 2 does not divide the work-group's 1 passes"]
+    assert movement_problems([(4, 3, 0)]) == ["queues[0].fresh_passes: 3 does not divide its passes (4)"]
+    assert movement_problems([], 2) == ["grid.phases: 2 does not divide the work-group's 1 passes"]
+    assert movement_problems([(4, 0, 0), (3, 0, 0)]) == [
+        "queues[1].passes: 3 does not divide the work-group's 4 passes (the most of any queue); expected a divisor"]
+
+
+def test_parse_kernel_checks_the_loop_nest_in_the_files_words():
+    q = {"type": "streaming", "length": 64, "elem_size": 2}
+    k = parse_kernel(minimal(queues=[q]))
+    assert (k.movement, k.work_groups, k.output_bytes, k.flops_per_work_group, k.phases) == ([], 0, 0, 0, 1)
+    assert parse_kernel(minimal(queues=[{**q, "passes": 3}, q])).movement == [(3, 0, 0), (1, 0, 0)]
+    assert parse_kernel(minimal(queues=[{**q, "fresh_passes": 1}])).movement == [(1, 1, 0)]
+    assert parse_kernel(minimal(queues=[{**q, "shared_by": 1}])).movement == [(1, 0, 1)]
+    assert problems_of(minimal(queues=[{**q, "passes": 4}], grid={"work_groups": 1, "phases": 3})) == (
+        "kernel: grid.phases: 3 does not divide the work-group's 4 passes")
+    assert problems_of(minimal(queues=[{**q, "passes": 4, "fresh_passes": 3}])) == (
+        "kernel: queues[0].fresh_passes: 3 does not divide its passes (4)")
+
+
+def test_a_kernel_built_in_python_checks_its_loop_nest():
+    q = (64, abi.QUEUE_STREAMING, 2)
+    with pytest.raises(KernelError, match=r"^Kernel\('k'\): queues\[1\]\.passes: 3 does not divide the work-group's 4"):
+        Kernel("k", 1.0, queues=[q, q], movement=[(4, 0, 0), (3, 0, 0)])
+    with pytest.raises(KernelError, match=r"^Kernel\('k'\): grid\.phases: 3 does not divide the work-group's 4 passes$"):
+        Kernel("k", 1.0, queues=[q], movement=[(4, 0, 0)], phases=3)
+    assert Kernel("k", 1.0, queues=[q], movement=[(4, 0, 0)], phases=2).phases == 2
+
+
+def test_document_writes_a_grid_for_phases_or_split_k_alone():
+    q = (64, abi.QUEUE_STREAMING, 2)
+    assert "grid" not in Kernel("k", 1.0, queues=[q]).document()
+    phased = Kernel("k", 1.0, queues=[q], movement=[(4, 0, 0)], phases=2)
+    assert phased.document()["grid"] == {"work_groups": 1, "output_bytes": 0, "flops_per_work_group": 0, "phases": 2}
+    assert phased.document()["queues"] == [{"type": "streaming", "length": 64, "elem_size": 2, "passes": 4}]
+    split = Kernel("k", 1.0, queues=[q], split_k=3)
+    assert split.document()["grid"] == {"work_groups": 1, "output_bytes": 0, "flops_per_work_group": 0, "split_k": 3}
+    back = parse_kernel(phased.document())
+    assert (back.phases, back.split_k, back.movement) == (2, 1, [(4, 0, 0)])
+    assert parse_kernel(split.document()).split_k == 3
+    once = Kernel("k", 1.0, queues=[q], movement=[(4, 1, 1)])  # fresh once, shared by one: not the defaults (0)
+    assert Kernel("k", 1.0, queues=[q], movement=[(1, 1, 0)]).document()["queues"][0] == {
+        "type": "streaming", "length": 64, "elem_size": 2, "fresh_passes": 1}  # one pass is the default: not written
+    assert once.document()["queues"] == [{"type": "streaming", "length": 64, "elem_size": 2, "passes": 4,
+                                          "fresh_passes": 1, "shared_by": 1}]
+
+
+def test_a_kernel_built_in_python_takes_numpy_numbers_and_refuses_booleans():
+    import numpy as np
+    k = Kernel("k", np.float32(1.5), queues=[(np.int64(64), abi.QUEUE_STREAMING, np.int32(2))], active_cus=np.int64(4))
+    assert json.loads(json.dumps(k.document()))["compute_intensity"] == 1.5  # plain JSON numbers
+    assert k.record() == Kernel("k", 1.5, queues=[(64, abi.QUEUE_STREAMING, 2)], active_cus=4).record()
+    for bad, message in ((dict(compute_intensity=True), "compute_intensity: true is a boolean"),
+                         (dict(consumer_wavefronts=True), "consumer_wavefronts: true is a boolean; expected integer 1 to 64")):
+        with pytest.raises(KernelError, match=re.escape(message)):
+            Kernel(**{"name": "k", "compute_intensity": 1.0, "queues": [(64, 0, 2)], **bad})
+    with pytest.raises(KernelError, match=re.escape('queues[0].type: 7 is not one of "streaming", "stationary"')):
+        Kernel("k", 1.0, queues=[(64, 7, 2)])

@@ -162,3 +162,15 @@ def test_config_parse_reads_labels():
     for bad in ("512", "x/2", "512/2+3+4"):
         with pytest.raises(ValueError, match="512/2"):
             Config.parse(w, bad)
+
+
+def test_fits_exactly_at_the_lds_and_barrier_limits():
+    """A configuration fits when header + queue blocks <= the LDS and its barriers <= the limit,
+    both bounds included (bench/mutation.py: `or`, `-` and `<` variants survived)."""
+    from quco.perfmodel.work import barriers, fits, meta_bytes, queue_bytes
+    w = Work.of(load_kernel(EXAMPLES_DIR / "matrix-matrix.json"))
+    cfg = Config.parse(w, "512/2")
+    need, bars = meta_bytes(len(w.queues)) + queue_bytes(w, cfg), barriers(cfg)
+    assert need > meta_bytes(len(w.queues)) > 0 and bars > 0
+    assert fits(w, cfg, need, bars)
+    assert not fits(w, cfg, need - 1, bars) and not fits(w, cfg, need, bars - 1)
