@@ -8,7 +8,7 @@ import pytest
 from quco.paper import claims as claims_mod
 from quco.paper.claims import Claim, ClaimsError, parse
 from quco.paper.verdict import (DIFFERS, HOLDS, MISSING, NO_VERDICT, WITHIN, Check, Pick, judge,
-                                judge_checks, judge_range, show)
+                                judge_checks, show)
 
 
 def claim(kind, **fields) -> Claim:
