@@ -11,7 +11,7 @@ import sys
 from rich.console import Console
 
 from ..gst import tables
-from ..gst.userinput import printable
+from ..gst.userinput import int_option, printable
 from ..host import atomic
 from ..host.kernel import partition_problems
 
@@ -101,3 +101,21 @@ def write_output(path: str, data: str | bytes) -> None:
     except OSError as e:
         named = str(path) in (e.strerror or "")  # atomic.write_bytes names the file already
         raise UserError(printable(e.strerror if named else f"{path}: cannot write: {e.strerror or e}")) from None
+
+
+def add_sweep_options(p) -> None:
+    """--workers and --scheduler, the same for every command that fans out (evaluate, paper)."""
+    p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port) or local-dask; default: local processes")
+    p.add_argument("--workers", type=int_option(1, 1024), help="local worker processes (default: one per core)")
+
+
+def check_sweep_options(args) -> None:
+    """Before any work: a scheduler address of the right form, and no --workers for a remote
+    scheduler (it has its own workers)."""
+    if args.scheduler is None:
+        return
+    from ..perfmodel import sweep  # imports nothing heavy; dask only when a sweep runs
+    sweep.check_scheduler(args.scheduler)
+    if args.workers is not None and args.scheduler != "local-dask":
+        raise UserError(f"--workers {args.workers}: local worker processes; the scheduler "
+                        f"{printable(args.scheduler)} has its own workers")

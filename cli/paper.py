@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sys
 import time
@@ -30,7 +29,6 @@ from ..paper.ours import GPUS
 
 VERDICT_STYLE = {"holds": "green", "within tolerance": "yellow", "differs": "red", "no verdict": "dim",
                  "could not compute": "magenta"}
-SCHEDULER = re.compile(r"(tcp|tls|inproc|ucx)://\S+|local-dask")
 
 
 def _ids(text: str) -> list[str]:
@@ -87,10 +85,7 @@ def cmd_paper(args) -> int:
     if not chosen:
         raise fail(f"no claim runs on {', '.join(args.gpu)} alone"
                    + (" among those given to --claims" if args.claims else ""))
-    if args.workers is not None and args.workers < 1:
-        raise fail(f"--workers {args.workers}: expected at least 1")
-    if args.scheduler is not None and not SCHEDULER.fullmatch(args.scheduler):
-        raise fail(f"--scheduler {args.scheduler!r}: expected a Dask scheduler address (tcp://host:port) or local-dask")
+    common.check_sweep_options(args)
     out_dir = report.check_out_dir(args.out) if args.out else None   # refused before any work
     before = None
     if args.baseline is not None:
@@ -142,7 +137,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--list", action="store_true", help="print the claims' ids and statements, compute nothing")
     p.add_argument("--baseline", metavar="ROWS.csv",
                    help="an earlier run's rows.csv: list the claims whose verdict or value changed since")
-    p.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
-    p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port) or local-dask; default: local processes")
+    common.add_sweep_options(p)
     p.add_argument("--firmware", help="firmware ELF (default $QUCO_FIRMWARE, else the installed quco.elf)")
     p.set_defaults(func=cmd_paper)

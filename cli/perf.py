@@ -14,7 +14,7 @@ from rich.text import Text
 from . import common
 from ..examples import KERNELS as EXAMPLES
 from ..gst import tables
-from ..gst.userinput import int_option, printable
+from ..gst.userinput import printable
 from ..host import atomic
 from ..host.kernel import load_kernel
 from ..perfmodel import evaluate as ev
@@ -131,11 +131,7 @@ def cmd_evaluate(args) -> int:
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
         sweep.check_table_path(args.out)
     atomic.check_folder(args.plot)
-    if args.scheduler is not None:
-        sweep.check_scheduler(args.scheduler)
-    if args.scheduler is not None and args.workers is not None and args.scheduler != "local-dask":
-        raise common.UserError(f"--workers {args.workers}: local worker processes; the scheduler "
-                            f"{printable(args.scheduler)} has its own workers")
+    common.check_sweep_options(args)
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: common.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
     given = [load_kernel(p) for p in args.kernels]
@@ -262,8 +258,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="DIR", help="write PNG and SVG figures (Fig. 6, 7, 1 analogues) here")
     p.add_argument("--out", metavar="FILE", help="tidy table of every row: .csv or .parquet")
-    p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:port); default: local processes")
-    p.add_argument("--workers", type=int_option(1, 1024), help="local worker processes (default: one per core)")
+    common.add_sweep_options(p)
     p.add_argument("--no-ablation", action="store_true", help="skip the ablation steps")
     p.add_argument("--no-portability", action="store_true", help="skip the portability matrices")
     p.set_defaults(func=cmd_evaluate)

@@ -318,11 +318,30 @@ def test_an_interrupted_run_leaves_the_previous_report_whole(capsys, tmp_path, m
     (["--claims", "no-such-claim"], "unknown claim id 'no-such-claim'"),
     (["--claims", ","], "--claims: no claim id given"),
     (["--scheduler", "not an address"], "--scheduler 'not an address': expected a Dask scheduler address"),
-    (["--workers", "0"], "--workers 0: expected at least 1"),
 ])
 def test_bad_options_exit_2_with_a_message(capsys, extra, words):
     assert cli.main(["paper", *extra]) == 2
     assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "²", "٣", "9" * 5000])
+def test_workers_are_checked_like_evaluates(capsys, value):
+    """--workers and --scheduler are the sweep options every command shares (cli/common.py):
+    the same whole number 1..1024 in ASCII digits, the same messages, exit 2."""
+    with pytest.raises(SystemExit) as e:
+        cli.main(["paper", "--workers", value])
+    assert e.value.code == 2
+    assert "argument --workers:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "--workers", value])
+    assert "expected a whole number 1..1024 in digits 0-9" in capsys.readouterr().err
+
+
+def test_workers_with_a_remote_scheduler_is_refused_as_by_evaluate(capsys):
+    for command in ("paper", "evaluate"):
+        assert cli.main([command, "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+        assert "--workers 2: local worker processes; the scheduler tcp://127.0.0.1:1 has its own workers" \
+            in capsys.readouterr().err
 
 
 def test_an_out_that_is_a_file_or_under_one_exits_2_before_any_work(capsys, tmp_path, monkeypatch):
