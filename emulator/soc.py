@@ -10,6 +10,7 @@ runs the steps and speaks the unit's protocol.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,16 @@ STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a faul
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
 STACK_CANARY = b"\xa5\x5a\xc3\x3c"
+
+
+class _Window:
+    """A region Unicorn runs on memory the Soc owns (uc.mem_map_ptr): the host reads and
+    writes it by slicing, with no call into Unicorn; the core sees the same bytes."""
+    __slots__ = ("base", "size", "mem")
+
+    def __init__(self, uc, base: int, size: int, prot: int):
+        self.base, self.size, self.mem = base, size, mmap.mmap(-1, size)  # anonymous: page-aligned, zeroed
+        uc.mem_map_ptr(base, size, prot, ctypes.addressof(ctypes.c_char.from_buffer(self.mem)))
 
 
 def _protection(perms: str) -> int:
@@ -80,8 +91,20 @@ class Soc(Hooks):
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
-        for r in abi.REGIONS:  # each region with the permissions the ABI declares for it
-            uc.mem_map(r.base, pages(lds_real if r is abi.LDS else r.size), _protection(r.perms))
+        # Each region with the permissions the ABI declares for it. The ones the host reads or
+        # writes at every launch (mailbox, LDS; DATA and GST alike) are on memory the Soc owns,
+        # found by the address's top nibble (every region has its own: asserted); ROM, which
+        # holds code, stays Unicorn's own so that writing it invalidates translated blocks.
+        self._windows = {}
+        for r in abi.REGIONS:
+            size, prot = pages(lds_real if r is abi.LDS else r.size), _protection(r.perms)
+            if "x" in r.perms:
+                uc.mem_map(r.base, size, prot)
+                continue
+            assert r.base >> 28 == (r.base + size - 1) >> 28 and r.base >> 28 not in self._windows
+            self._windows[r.base >> 28] = _Window(uc, r.base, size, prot)
+        uc._quco_windows = self._windows  # the memory lives as long as the Unicorn instance using it
+        self._mailbox, self._lds = self._windows[abi.MAILBOX.base >> 28].mem, self._windows[abi.LDS.base >> 28].mem
         # Stack high-water mark: DATA starts out filled with a canary that only the stack
         # above .bss can overwrite; crt0 clears .bss itself.
         uc.mem_write(abi.DATA.base, STACK_CANARY * (abi.DATA.size // 4))
@@ -198,7 +221,7 @@ class Soc(Hooks):
 
     def ring(self, record: bytes) -> None:
         """The host's half of a launch (quco.emulator.protocol); the next step serves it."""
-        protocol.ring(self, record)
+        protocol.ring_into(self._mailbox, record)
 
     def launch(self, record: bytes) -> Step:
         """One launch through the mailbox: ring, run until the firmware sleeps, read its
@@ -209,13 +232,16 @@ class Soc(Hooks):
         self.ring(record)
         step = self.run()
         self.launches += 1
-        step.answer = protocol.launch_answer(self, record, self.gst, self.booted, self.generation,
-                                             f"launch {self.launches}", self._verified)
+        step.answer = protocol.answer_of(self._mailbox, self._lds, record, self.gst, self.booted, self.generation,
+                                         self.launches, self._verified)
         self.generation = step.answer.generation
         return step
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
+        w = self._windows.get(address >> 28)
+        if w is not None and w.base <= address and address + size <= w.base + w.size:
+            return w.mem[address - w.base:address - w.base + size]
         if _uc_mem_read is None or size > READ_BUFFER:
             return bytes(self.uc.mem_read(address, size))
         # the binding's mem_read makes a buffer and two copies; the protocol reads twice a launch
@@ -225,7 +251,12 @@ class Soc(Hooks):
         return ctypes.string_at(self._read_buf, size)
 
     def write(self, address: int, data: bytes) -> None:
-        data = bytes(data)
+        if type(data) is not bytes:
+            data = bytes(data)
+        w = self._windows.get(address >> 28)
+        if w is not None and w.base <= address and address + len(data) <= w.base + w.size:
+            w.mem[address - w.base:address - w.base + len(data)] = data
+            return
         if _uc_mem_write is None:
             return self.uc.mem_write(address, data)
         status = _uc_mem_write(self.uc._uch, address, data, len(data))  # the binding's, one frame less

@@ -244,3 +244,30 @@ def test_the_c_tables_grow_without_changing_a_count(elf_path, monkeypatch):
     monkeypatch.setattr(fastcount, "FIRST_SLOTS", 4)
     small, counter = counts()
     assert small == normal and counter.edges > 64 and counter.c.mask + 1 >= 2 * len(counter.pairs)
+
+
+def test_the_host_sees_the_memory_the_core_sees(elf_path):
+    # mailbox, LDS, DATA and GST run on memory the Soc owns and reads by slicing: every byte
+    # the host writes is what Unicorn reads, and the other way round, on the region's whole
+    # mapping; an access that leaves the mapping is Unicorn's error, as before
+    from unicorn import UcError
+    s = soc.Soc(elf.load(elf_path), tables.load("r9-nano"), count=False)
+    for r in (abi.DATA, abi.GST_REGION, abi.MAILBOX, abi.LDS):
+        size = soc.pages(s.lds_bytes if r is abi.LDS else r.size)
+        pattern = bytes((r.base >> 28) * 17 + i * 7 & 0xFF for i in range(size))
+        s.write(r.base, pattern)
+        assert bytes(s.uc.mem_read(r.base, size)) == pattern
+        s.uc.mem_write(r.base + size - 8, b"UNICORN!")
+        assert s.read(r.base + size - 8, 8) == b"UNICORN!" and s.read(r.base, 4) == pattern[:4]
+        with pytest.raises(UcError):
+            s.read(r.base + size - 4, 8)  # 4 bytes past the mapping
+        with pytest.raises(UcError):
+            s.write(r.base + size - 4, bytes(8))
+    # the firmware's own stores land in the Soc's memory: the LDS magic and the mailbox's
+    # generation after a launch
+    s = soc.Soc(elf.load(elf_path), tables.load("r9-nano"), count=False)
+    s.boot()
+    s.launch(load_kernel(EXAMPLES_DIR / "matrix-matrix.json").record())
+    assert s.read(abi.LDS.base, 4) == bytes(s.uc.mem_read(abi.LDS.base, 4)) == abi.LDS_MAGIC.to_bytes(4, "little")
+    at = abi.MAILBOX.base + abi.MAILBOX_LAYOUT.offset("generation")
+    assert s.read(at, 4) == bytes(s.uc.mem_read(at, 4)) == (1).to_bytes(4, "little")

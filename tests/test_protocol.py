@@ -230,3 +230,71 @@ def test_a_remembered_configuration_is_still_held_to_magic_generation_and_its_by
     other[at:at + 4] = (1024).to_bytes(4, "little")
     with pytest.raises(FirmwareMisbehaved, match="used_bytes .* outside 512..1024"):  # another record
         protocol.check_config(lds, bytes(other), G, 1, verified=verified)
+
+
+# ---------------------------------------------------------------- the answer's fast path (issue 24 part 1)
+def _buffers(words: dict) -> tuple[bytes, bytes]:
+    """The mailbox and the LDS's configuration area holding `words` (address -> word)."""
+    from quco.emulator import protocol
+    mailbox, lds = bytearray(abi.MAILBOX_LAYOUT.size), bytearray(protocol.CONFIG_MAX)
+    for address, value in words.items():
+        area, base = (mailbox, MB) if address < LDS else (lds, LDS)
+        area[address - base:address - base + 4] = (value & 0xFFFF_FFFF).to_bytes(4, "little")
+    return bytes(mailbox), bytes(lds)
+
+
+AFTER_REMEMBERED = {c: v for c, v in MISBEHAVIOURS.items() if v[0] is not None}
+AFTER_REMEMBERED["the right answer, the doorbell still set"] = (_changed(**{str(mailbox_word("doorbell")): 1}),
+                                                                "doorbell was not acknowledged (still 1")
+AFTER_REMEMBERED["the mailbox's generation alone stepped twice"] = (
+    _changed(**{str(mailbox_word("generation")): 2}), "mailbox generation 2 after 0 with status OK (expected 1)")
+
+
+@pytest.mark.parametrize("case", AFTER_REMEMBERED)
+def test_a_remembered_configuration_does_not_let_a_misbehaving_answer_through(case):
+    # the fast path believes an answer whose (record, configuration) pair was checked before:
+    # each misbehaviour must still be reported, with the full check's message, once the
+    # correct answer has been remembered
+    from quco.emulator import protocol
+    boot, verified = protocol.Answer(Status.OK, 0), set()
+    good = protocol.answer_of(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
+    assert (good.status, good.generation, good.config) == (Status.OK, 1, MODEL.lds) and len(verified) == 1
+    again = protocol.answer_of(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
+    assert again == good  # the remembered pair, through the fast path
+    make, words = AFTER_REMEMBERED[case]
+    with pytest.raises(FirmwareMisbehaved) as info:
+        protocol.answer_of(*_buffers(make()), RECORD, G, boot, 0, 7, verified)
+    assert words in str(info.value) and str(info.value).startswith("firmware misbehaved at launch 7: ")
+
+
+def test_the_fast_path_answers_what_the_full_check_answers(tmp_path):
+    # every bundled kernel, cold and cached, on each preset: the Soc's answer (fast path once
+    # remembered) equals the full check of the same bytes with no memory
+    from conftest import ROOT
+    from quco.emulator import protocol
+    from quco.emulator.soc import Soc
+    from quco.emulator import elf
+    from quco.host.device import firmware_path
+    image = elf.load(firmware_path())
+    for gpu in ("r9-nano", "mi100"):
+        gst = tables.load(gpu)
+        soc = Soc(image, gst, count=False)
+        soc.boot()
+        for path in sorted((ROOT / "examples" / "kernels").glob("*.json")):
+            record = load_kernel(path).record()
+            for _ in range(3):  # a cold launch, then cache hits through the fast path
+                before = soc.generation
+                answer = soc.launch(record).answer
+                mailbox, lds = soc.read(MB, abi.MAILBOX_LAYOUT.size), soc.read(LDS, protocol.CONFIG_MAX)
+                full = protocol.answer_of(mailbox, lds, record, tables.unpack(gst), soc.booted, before, 1, None)
+                assert answer == full and answer.status == Status.OK
+        assert soc._verified  # the fast path had pairs to use
+
+
+def test_a_remembered_configuration_does_not_excuse_an_ok_after_a_refused_boot():
+    from quco.emulator import protocol
+    verified = set()
+    protocol.answer_of(*_buffers(correct_answer()), RECORD, G, protocol.Answer(Status.OK, 0), 0, 1, verified)
+    refused = protocol.Answer(Status.GST_CHECKSUM, 0)
+    with pytest.raises(FirmwareMisbehaved, match=r"status 0 is not one the ABI allows here \(3 GST_CHECKSUM\)"):
+        protocol.answer_of(*_buffers(correct_answer()), RECORD, G, refused, 0, 1, verified)
