@@ -117,7 +117,8 @@ def test_a_failing_task_raises_its_error():
         run(operator.neg, [1, 2, "three", 4], workers=2)
 
 
-def test_unreachable_scheduler_fails_fast():
+def test_unreachable_scheduler_fails_fast(monkeypatch):
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)  # the CLI's own bound is tested in test_hostile_24.py
     t0 = time.monotonic()
     with pytest.raises(SweepError, match="cannot reach Dask scheduler tcp://127.0.0.1:1"):
         run(operator.neg, [1, 2], scheduler="tcp://127.0.0.1:1")
