@@ -16,6 +16,9 @@ CFLAGS := -march=rv32imf -mabi=ilp32f -Os -flto -ffp-contract=off -ffreestanding
           -nostdlib -Wall -Wextra -Werror -std=c11 -g -Ifirmware/include \
           -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0 \
           -fschedule-insns -fsched-pressure
+# the same ELF from any checkout folder: debug info names the sources relative to it
+REPRO := -ffile-prefix-map=$(CURDIR)=. -Wa,--debug-prefix-map,$(CURDIR)=.
+CFLAGS += $(REPRO)
 LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
 # in name order (algorithm.c first): LTO lays the code out in the order of the sources, and
 # with algorithm.c after main.c the ROM grows by 28 bytes, the counts unchanged

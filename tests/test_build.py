@@ -42,3 +42,21 @@ def test_two_builds_of_the_same_sources_give_the_same_elf(tmp_path):
         assert r.returncode == 0, r.stderr
         elves.append((tmp_path / name / "quco.elf").read_bytes())
     assert elves[0] == elves[1] == (ROOT / "firmware" / "build" / "quco.elf").read_bytes()
+
+
+def test_the_elf_does_not_depend_on_the_checkout_folder(tmp_path):
+    """The same sources checked out elsewhere give the same ELF byte for byte: the debug
+    information names sources relative to the checkout (Makefile: REPRO), not by its path."""
+    import shutil
+    copy = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(ROOT / "firmware", copy / "firmware", ignore=shutil.ignore_patterns("build"))
+    shutil.copy2(ROOT / "Makefile", copy / "Makefile")
+    # the generated headers are committed; assume them current (-o) instead of regenerating
+    # them, which needs the whole package
+    keep = [a for f in ("firmware/include/quco_abi.h", "firmware/regions.ld", "docs/abi-tables.md", "toolchain")
+            for a in ("-o", f)]
+    r = subprocess.run(["make", "-s", *keep, "firmware"], cwd=copy, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    elf = (copy / "firmware" / "build" / "quco.elf").read_bytes()
+    assert str(tmp_path).encode() not in elf
+    assert elf == (ROOT / "firmware" / "build" / "quco.elf").read_bytes()
