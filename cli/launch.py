@@ -176,7 +176,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--reference", action="store_true", help="use the Python reference model, no emulator")
     p.add_argument("--cycles", action="store_true",
                    help="model cycles, latency and energy (default profile cv32e40p)")
-    p.add_argument("--profile", help="timing profile: cv32e40p, cv32e40p-worst, ipc1 or a TOML file (implies cycles)")
+    p.add_argument("--profile", help="timing profile: cv32e40p, cv32e40p-worst, cv32e40p-fdsu, ipc1 or a TOML file (implies cycles)")
     p.add_argument("--clock", type=clock_mhz, default=QUCO_CLOCK_MHZ, help="QuCo clock in MHz (default 700)")
     p.add_argument("--model", action="store_true",
                    help="add the kernel's modelled run time with this configuration (quco.perfmodel)")

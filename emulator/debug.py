@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE, UcError
-from unicorn.riscv_const import UC_RISCV_REG_PC, UC_RISCV_REG_X0
+from unicorn.riscv_const import UC_RISCV_REG_PC
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
 from . import faults, timing
@@ -101,14 +101,14 @@ class DebugSoc(Soc):
         self.blocks += 1
 
     def _debug_div(self, address):
-        """A divide is about to run: the rest of the block is split again with its latency
-        from the divisor (the instructions before it cost the same: the core is in order)."""
-        word, (start, end, translated, _) = self._divs[address], self._cur
-        divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
-        self._cur_lats += (timing.div_cycles(self.timer.p.issue["div"], word, divisor),)
+        """A divide or fdiv/fsqrt is about to run: the rest of the block is split again with
+        its latency from its operands (the instructions before it cost the same: the core is
+        in order)."""
+        start, end, translated, _ = self._cur
+        self._cur_lats += (timing.operand_cycles(self.timer.p, self._divs[address], self._x, self._f),)
         split = self.timer.split(self._cur_prev, start, end - start, self._cur_lats)
         self._cur = (start, end, translated, split)
-        if len(self._cur_lats) == self.timer.divides(start, end - start):
+        if len(self._cur_lats) == self.timer.timed(start, end - start):
             self.prev = (start, end - start, self._cur_lats)
 
     def _on_insn(self, _handle, address, _size, _key):

@@ -14,14 +14,15 @@ plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they u
 
 Timed counting walks a graph of edges: `_edge` is a tuple (cycles, instructions, successors,
 previous node, node) for the block running now, a node being (address, retired size) or
-(address, retired size, divide latencies), and `successors` maps the next block, as
+(address, retired size, latencies of its divides and FDIVs), and `successors` maps the next block, as
 address << 32 | translated size, to its edge. Each pair of blocks is scheduled once
 (Timer.cost); after that an executed block costs one dictionary lookup and two additions.
 
 When the C hooks are built (emulator/fastcount.py) the counting modes other than tracing
 use them: the C block hook walks the same graph, each edge numbered (`_edge_ids`), through a
-table Python fills the first time a pair occurs (`_on_new_pair`); divides are still seen by
-a Python code hook on their addresses, which moves the walk to the block's variant.
+table Python fills the first time a pair occurs (`_on_new_pair`); divides and fdiv/fsqrt
+(when the profile times them from their operands) are still seen by a Python code hook on
+their addresses, which moves the walk to the block's variant.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
                      UC_HOOK_MEM_READ, UC_HOOK_MEM_READ_UNMAPPED, UC_HOOK_MEM_WRITE, UC_HOOK_MEM_WRITE_PROT,
                      UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE,
                      UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UcError)
-from unicorn.riscv_const import UC_RISCV_REG_X0
+from unicorn.riscv_const import UC_RISCV_REG_F0, UC_RISCV_REG_X0
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
 from . import disasm, fastcount, faults, isa, timing
@@ -94,15 +95,24 @@ class Hooks:
             self._add_block_hook(self._on_block)
         if self.split_penalty and lib is None:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
-        if self.timer is not None and self.timer.p.div_by_divisor:  # a code hook on each divide only
-            for address in self._divs:
-                self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_div), address, address)
+        for address in self._divs:  # a code hook on each operand-timed instruction only
+            self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_div), address, address)
 
     def _div_sites(self) -> dict:
-        """address -> word of every div/divu/rem/remu in the image (code runs from ROM only,
-        which the firmware cannot write)."""
+        """address -> word of every instruction in the image whose latency the profile takes
+        from its operands (timing.operand_timed: div/rem, fdiv.s/fsqrt.s); code runs from ROM
+        only, which the firmware cannot write."""
+        if self.timer is None:
+            return {}
+        p = self.timer.p
         return {base + off: w for base, data in self.image.segments for off in range(0, len(data) - 3, 4)
-                if timing.is_div(w := int.from_bytes(data[off:off + 4], "little"))}
+                if timing.operand_timed(p, w := int.from_bytes(data[off:off + 4], "little"))}
+
+    def _x(self, n: int) -> int:
+        return self.uc.reg_read(UC_RISCV_REG_X0 + n) & 0xFFFF_FFFF
+
+    def _f(self, n: int) -> int:
+        return self.uc.reg_read(UC_RISCV_REG_F0 + n) & 0xFFFF_FFFF  # binary32 (NaN-boxed in 64)
 
     def _add_raw_hook(self, kind, fptr, begin=1, end=0):
         self._raw_hooks.append(fptr)  # keep the C function pointer alive
@@ -189,15 +199,14 @@ class Hooks:
         self.blocks += 1
 
     def _on_div(self, _handle, address, _size, _key):
-        """A divide is about to run (a code hook on divides only): its latency from the
-        divisor. Once the block's last divide has run, the block is charged as the variant
-        with those latencies, and the next block follows that variant (its pending results)."""
-        word = self._divs[address]
-        divisor = self.uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF
-        lat = timing.div_cycles(self.timer.p.issue["div"], word, divisor)
+        """A divide or fdiv/fsqrt is about to run (a code hook on those only): its latency
+        from its operands. Once the block's last such instruction has run, the block is
+        charged as the variant with those latencies, and the next block follows that
+        variant (its pending results)."""
+        lat = timing.operand_cycles(self.timer.p, self._divs[address], self._x, self._f)
         fast = self._fast.c if self._fast is not None else None
         blocks = fast.blocks if fast is not None else self.blocks
-        if self._div_block != blocks:  # the first divide of this block execution
+        if self._div_block != blocks:  # the first operand-timed instruction of this block execution
             self._div_block, self._div_lats = blocks, ()
         self._div_lats += (lat,)
         e = self._edges[fast.edge] if fast is not None else self._edge
@@ -215,9 +224,10 @@ class Hooks:
             self.trace[-1] = (a, s, c + delta)
 
     def _variant(self, e, lats: tuple) -> tuple:
-        """Edge e with its block's divides at latencies `lats`, once they all ran (else e)."""
+        """Edge e with its block's operand-timed instructions at latencies `lats`, once they
+        all ran (else e)."""
         node = e[_NODE]
-        if node is None or len(lats) < self.timer.divides(*node):
+        if node is None or len(lats) < self.timer.timed(*node):
             return e
         variant = node + (lats,)
         v = self._variants.get((e[_PREV], variant))

@@ -122,7 +122,7 @@ class Soc(Hooks):
         self._start_edge = (0, 0, self._succ[None], None, None)  # before a step's first block
         self._fast = None  # the C hooks (emulator/fastcount.py), when built
         self._edge, self._div_block, self._div_lats = self._start_edge, -1, ()
-        self._divs = self._div_sites() if timer is not None and timer.p.div_by_divisor else {}
+        self._divs = self._div_sites()  # divides and FDIVs timed from their operands (hooks.py)
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:

@@ -11,6 +11,8 @@ fall-through. Counting at run time is then one dictionary lookup per executed bl
 A profile may make the integer divider's latency follow the divisor (`hazard.div_by_divisor`,
 CV32E40P's serial divider): the emulator reads the divisor when a div/rem executes and the
 block is scheduled again with that latency (a block variant keyed by its divide latencies).
+`hazard.fdiv_by_operands` does the same for fdiv.s/fsqrt.s, whose result latency on
+CV32E40P's FPU follows the operands (emulator/fdsu.py).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
+from . import fdsu
 from ..gst.schema import PRINTABLE, Checker, report
 from ..gst.userinput import UserFileError, printable, read_toml
 
@@ -50,6 +53,7 @@ class Profile:
     wake_reset: int = 0      # cycles from reset release until the first instruction issues
     wake_interrupt: int = 0  # cycles from the wake-up interrupt (doorbell) until it issues
     div_by_divisor: bool = False  # div/rem latency from the divisor (div_cycles), issue.div its maximum
+    fdiv_by_operands: bool = False  # fdiv/fsqrt result latency from the operands (fdsu.cycles)
     path: Path | None = None
 
 
@@ -76,7 +80,7 @@ def profile_schema() -> dict:
         "result": table(classes),
         "hazard": table({"jalr_operand": CYCLES, "split_access": CYCLES,
                          "fpu_busy_until_result": {"type": "boolean"}, "fp_load_store_wait": {"type": "boolean"},
-                         "div_by_divisor": {"type": "boolean"}}),
+                         "div_by_divisor": {"type": "boolean"}, "fdiv_by_operands": {"type": "boolean"}}),
         "wake": table({"reset": CYCLES, "interrupt": CYCLES}),
     }, ("issue",))
 
@@ -120,7 +124,7 @@ def load_profile(spec: str | Path = "cv32e40p") -> Profile:
                    hazard.get("jalr_operand", 0), hazard.get("fpu_busy_until_result", False),
                    hazard.get("split_access", 0), hazard.get("fp_load_store_wait", True),
                    wake.get("reset", 0), wake.get("interrupt", 0), hazard.get("div_by_divisor", False),
-                   path=path)
+                   hazard.get("fdiv_by_operands", False), path=path)
 
 
 def is_div(word: int) -> bool:
@@ -145,6 +149,22 @@ def div_cycles(maximum: int, word: int, divisor: int) -> int:
     if negative:
         return base + (32 - ((-divisor) & 0xFFFF_FFFF).bit_length() - 1) % 64
     return base + 32 - divisor.bit_length()
+
+
+def operand_timed(p: Profile, word: int) -> bool:
+    """Whether the profile takes this instruction's latency from its operands at run time:
+    div/rem under div_by_divisor, fdiv.s/fsqrt.s under fdiv_by_operands."""
+    return (p.div_by_divisor and is_div(word)) or (p.fdiv_by_operands and fdsu.is_fdiv_or_fsqrt(word))
+
+
+def operand_cycles(p: Profile, word: int, x, f) -> int:
+    """The latency of an operand-timed instruction (operand_timed) from its operands, read
+    through x(n) and f(n) (integer and FP register n as 32-bit patterns): a divide's issue
+    cycles, an fdiv/fsqrt's result latency."""
+    rs1, rs2 = word >> 15 & 31, word >> 20 & 31
+    if is_div(word):
+        return div_cycles(p.issue["div"], word, x(rs2))
+    return fdsu.cycles(word, f(rs1), f(rs2))
 
 
 @dataclass
@@ -231,13 +251,16 @@ class Timer:
         self.p, self.fetch = profile, fetch  # fetch(address, size) -> bytes
         self.blocks: dict[tuple[int, int], BlockTiming] = {}
         self.pairs: dict[tuple, int] = {}
-        self._divides: dict[tuple[int, int], int] = {}
+        self._timed: dict[tuple[int, int], int] = {}
 
     def _schedule(self, insns, ready0: dict, fpu0: int, steps: list | None = None, lat: tuple = ()):
         """Cycles of insns from state (ready0, fpu0); `steps` receives the time after each;
-        `lat` gives the issue cycles of the block's divides in order (the profile's when empty)."""
-        issue, result, t, fpu_free = self.p.issue, self.p.result, 0, fpu0
-        ready, last_dst, divs = dict(ready0), None, iter(lat)
+        `lat` gives, in order, the latencies of the block's operand-timed instructions
+        (operand_timed: a divide's issue cycles, an fdiv/fsqrt's result latency; the
+        profile's when empty)."""
+        p, issue, result, t = self.p, self.p.issue, self.p.result, 0
+        fp_div = result.get("fp_div", issue["fp_div"])
+        ready, last_dst, fpu_free, timed = dict(ready0), None, fpu0, iter(lat)
         for ins in insns:
             start = t
             for r in ins.srcs:
@@ -246,14 +269,15 @@ class Timer:
                     start = max(start, ready[r] + self.p.jalr_operand)
             if ins.fpu and self.p.fpu_busy and (self.p.fp_memory_waits or ins.cls not in ("load", "store")):
                 start = max(start, fpu_free)
-            t = start + (next(divs, issue["div"]) if ins.cls == "div" else issue[ins.cls])
+            t = start + (next(timed, issue["div"]) if ins.cls == "div" and p.div_by_divisor else issue[ins.cls])
             if ins.dst is not None:
                 # results are forwarded to the next instruction unless the profile says otherwise
                 ready[ins.dst] = start + result.get(ins.cls, issue[ins.cls])
                 if ins.cls == "jalr" or ins.cls == "jal":
                     ready[ins.dst] = t
             if ins.cls == "fp_div":
-                fpu_free = start + result.get("fp_div", issue["fp_div"])
+                fpu_free = start + (next(timed, fp_div) if p.fdiv_by_operands else fp_div)
+                ready[ins.dst] = fpu_free
             last_dst = ins.dst
             if steps is not None:
                 steps.append(t)
@@ -261,7 +285,7 @@ class Timer:
         return t, pending, max(fpu_free - t, 0)
 
     def block(self, address: int, size: int, lat: tuple = ()) -> BlockTiming:
-        """The block's schedule; `lat`: the issue cycles of its divides (a variant)."""
+        """The block's schedule; `lat`: the latencies of its operand-timed instructions (a variant)."""
         key = (address, size, lat)
         bt = self.blocks.get(key)
         if bt is None:
@@ -275,16 +299,17 @@ class Timer:
             self.blocks[key] = bt
         return bt
 
-    def divides(self, address: int, size: int) -> int:
-        """How many div/divu/rem/remu the block has."""
-        n = self._divides.get((address, size))
+    def timed(self, address: int, size: int) -> int:
+        """How many operand-timed instructions (operand_timed) the block has."""
+        n = self._timed.get((address, size))
         if n is None:
-            n = self._divides[(address, size)] = sum(ins.cls == "div" for ins in self.block(address, size).insns)
+            flags = {"div": self.p.div_by_divisor, "fp_div": self.p.fdiv_by_operands}
+            n = self._timed[(address, size)] = sum(flags.get(ins.cls, False) for ins in self.block(address, size).insns)
         return n
 
     def cost(self, prev: tuple | None, address: int, size: int, lat: tuple = ()) -> int:
-        """Cycles of block (address, size) (with divide latencies `lat`) when it follows
-        block `prev`: (address, size) or (address, size, its divide latencies)."""
+        """Cycles of block (address, size) (with operand-timed latencies `lat`) when it follows
+        block `prev`: (address, size) or (address, size, its latencies)."""
         key = (prev, address, size, lat)
         c = self.pairs.get(key)
         if c is None:

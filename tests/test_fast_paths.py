@@ -1,12 +1,13 @@
 """The emulator's fast paths against a straightforward slow computation (issue 24 part 1).
 
 The fast Soc counts with one cached edge per pair of blocks, block variants for divide
-latencies, a hook on divides only and a split-access hook; the protocol check reads each
+latencies, a hook on divides (and FDIVs) only and a split-access hook; the protocol check reads each
 layout with a compiled struct. Here the same runs are recorded the slow way: a Python hook
 on every instruction (its address, and a divide's divisor), on every block start and on
 every memory access, on an uncounted Soc that has none of the fast hooks. The cycles are
 then worked out from that record block by block, with nothing cached: each block's
-executed instructions decoded again, its divides' latencies from the recorded divisors,
+executed instructions decoded again, its divides' latencies from the recorded divisors
+(and its FDIVs' from their recorded operands, under cv32e40p-fdsu),
 the previous block's results in flight, the taken-branch refetch and one split penalty per
 access that crosses a word. Instruction and cycle counts, answers and LDS bytes must be
 identical, for the firmware on several GPUs and kernels and for a program made to exercise
@@ -18,15 +19,15 @@ import shutil
 
 import pytest
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
-from unicorn.riscv_const import UC_RISCV_REG_X0
+from unicorn.riscv_const import UC_RISCV_REG_F0, UC_RISCV_REG_X0
 
 from conftest import EXAMPLES_DIR
-from quco.emulator import elf, fastcount, soc, timing
+from quco.emulator import elf, fastcount, fdsu, soc, timing
 from quco.gst import abi, tables
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
-PROFILES = ("cv32e40p", "cv32e40p-worst", "ipc1")
+PROFILES = ("cv32e40p", "cv32e40p-worst", "cv32e40p-fdsu", "ipc1")
 decode = functools.lru_cache(maxsize=None)(timing.decode)  # read only: one Insn per word is fine
 
 
@@ -58,8 +59,14 @@ class Recorder:
 
     def _on_insn(self, uc, address, size, _):
         word = int.from_bytes(uc.mem_read(address, 4), "little")
-        divisor = uc.reg_read(UC_RISCV_REG_X0 + ((word >> 20) & 31)) & 0xFFFF_FFFF if timing.is_div(word) else None
-        self.events.append(("insn", word, divisor))
+        rs1, rs2 = (word >> 15) & 31, (word >> 20) & 31
+        if timing.is_div(word):  # the divisor
+            operands = (uc.reg_read(UC_RISCV_REG_X0 + rs2) & 0xFFFF_FFFF,)
+        elif fdsu.is_fdiv_or_fsqrt(word):  # both FP sources as binary32
+            operands = tuple(uc.reg_read(UC_RISCV_REG_F0 + r) & 0xFFFF_FFFF for r in (rs1, rs2))
+        else:
+            operands = None
+        self.events.append(("insn", word, operands))
 
     def _on_access(self, uc, access, address, size, value, _):
         if (size == 4 and address % 4) or (size == 2 and address % 4 == 3):
@@ -86,8 +93,8 @@ def slow_count(events, profile: timing.Profile, first_step: bool) -> tuple[int, 
     prev = None  # (address, instructions, latencies) of the previous block
     for address, executed, splits in blocks:
         insns = [decode(w) for w, _ in executed]
-        lat = tuple(timing.div_cycles(profile.issue["div"], w, d) for w, d in executed
-                    if d is not None) if profile.div_by_divisor else ()
+        lat = tuple(timing.div_cycles(profile.issue["div"], w, ops[0]) if timing.is_div(w) else fdsu.cycles(w, *ops)
+                    for w, ops in executed if ops is not None and timing.operand_timed(profile, w))
         ready, fpu = {}, 0
         if prev is not None:
             _, ready, fpu = sched(prev[1], {}, 0, lat=prev[2])  # what the previous block left in flight
@@ -168,6 +175,7 @@ divu a3,a0,a2            # divisor 2^31 .. 2^11: 3 .. 23 cycles
 srli a2,a2,1
 fcvt.s.w fa0,s1
 fdiv.s fa1,fa0,fa0
+fdiv.s fa5,fa1,fa0       # 1/21 .. 1/1: exact (fast) only for powers of two (cv32e40p-fdsu)
 andi t1,s1,1
 beqz t1,even
 sw a0,6(s0)              # only on odd rounds

@@ -2,11 +2,19 @@
 
 Each case is a basic block (or two) and the cycles the CV32E40P profile must give,
 worked out from the rules in emulator/profiles/cv32e40p.toml (and, where they differ,
-cv32e40p-worst.toml)."""
+cv32e40p-worst.toml); the divider's cycles from the divisor, and the FDIV/FSQRT latency
+from the operands (cv32e40p-fdsu.toml, emulator/fdsu.py) against hand-worked SRT rounds
+and the exactness of the quotient."""
+import math
+import struct
+from fractions import Fraction
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import text_bytes
-from quco.emulator import timing
+from quco.emulator import fdsu, timing
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +214,141 @@ def test_a_profile_where_instructions_take_no_time_is_refused_by_the_library(tmp
     with pytest.raises(timing.ProfileError, match=r"issue\.alu: 0 cycles \(and \d+ more classes\)"):
         timing.load_profile(everything)
     assert timing.load_profile(timing.PROFILE_DIR / "ipc1.toml").issue["store"] == 1
+
+
+# ---------------------------------------------------------------- FDIV/FSQRT from the operands (emulator/fdsu.py)
+FDIV, FSQRT = 0x18C5_F553, 0x5805_F553  # fdiv.s fa0,fa1,fa2 and fsqrt.s fa0,fa1
+INF, NAN = float("inf"), float("nan")
+
+
+def f32(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+# Hand-computed from the E906 FDSU as CV32E40P vendors it (pa_fdsu_ctrl.v, pa_fdsu_srt_single.v):
+# the result is ready `rounds + 2 (RND, PACK) + 2` cycles after issue, 1 + 2 for a special case.
+@pytest.mark.parametrize("word,a,b,cycles,why", [
+    # 1.0/2.0: remainder 1/8 (2^26 at the RTL's scale), divisor 1/2 (top bits 1000: bounds -7, -25);
+    # estimate 16: 16-7 >= 0, 16-25 < 0, digit 1; 4 x 2^26 - 2^28 = 0, so round 2 is the last
+    (FDIV, 1.0, 2.0, 2 + 2 + 2, "exact, equal significands: 2 rounds"),
+    (FDIV, 3.0, 1.5, 2 + 2 + 2, "the same significands (1.5/1.5)"),
+    (FDIV, 1.0, 3.0, 15 + 2 + 2, "1/3 has no finite binary expansion: the remainder never reaches 0"),
+    (FDIV, 64000.0, 512000.0, 6, "the firmware's boot divide (R9 Nano): significands equal"),
+    (FDIV, 1.0, 192.0, 19, "1/(64 x 3): inexact, the full 15 rounds"),
+    (FDIV, 0.0, 3.0, 1 + 2, "zero dividend: no SRT (pa_fdsu_special.v)"),
+    (FDIV, 1.0, 0.0, 1 + 2, "divide by zero: infinity, no SRT"),
+    (FDIV, INF, 2.0, 1 + 2, "infinite operand"),
+    (FDIV, NAN, 2.0, 1 + 2, "NaN operand"),
+    (FDIV, 2.0 ** -100, 2.0 ** -130, 1 + 2 + 2 + 2, "subnormal divisor: one WFI2 cycle to normalise it"),
+    (FDIV, 2.0 ** 100, 2.0 ** -100, 1 + 2 + 2, "exponent overflow (200 > 128): one round"),
+    (FDIV, 2.0 ** -100, 2.0 ** 100, 1 + 2 + 2, "total underflow (-200 < -150): one round"),
+    # sqrt(4): significand 1.0, biased exponent 129 (odd): remainder 2^25; first round K 1010
+    # (bounds -8, -31) on the estimate 16: digit 1; 2^27 - 2^27 = 0, round 2 is the last
+    (FSQRT, 4.0, 0.0, 2 + 2 + 2, "exact root"),
+    (FSQRT, 2.0, 0.0, 15 + 2 + 2, "sqrt(2) is irrational: 15 rounds"),
+    (FSQRT, -1.0, 0.0, 1 + 2, "negative: NaN, no SRT"),
+    (FSQRT, 0.0, 0.0, 1 + 2, "zero"),
+    (FSQRT, INF, 0.0, 1 + 2, "infinity"),
+])
+def test_fdiv_cycles_from_the_operands(word, a, b, cycles, why):
+    assert fdsu.is_fdiv_or_fsqrt(word)
+    assert fdsu.cycles(word, f32(a), f32(b)) == cycles, why
+
+
+def quotient_bits(q: Fraction) -> int | None:
+    """Significant bits of q when it is a dyadic rational (exact in binary), else None."""
+    if q.denominator & (q.denominator - 1):
+        return None
+    n = q.numerator
+    return (n // (n & -n)).bit_length()
+
+
+normal = st.builds(lambda e, f: e << 23 | f, st.integers(100, 154), st.integers(0, (1 << 23) - 1))
+
+
+@settings(max_examples=400, deadline=None)
+@given(normal, normal, st.integers(1, 1 << 16), st.booleans())
+def test_a_fast_divide_is_exact_and_a_short_exact_one_is_fast(a, b, small, make_exact):
+    # the SRT stops early only on a zero remainder, i.e. an exact quotient; and a quotient
+    # of few significant bits leaves a zero remainder within a few rounds
+    if make_exact:  # a = b x small, when that is a binary32 number
+        a = f32(float(Fraction(struct.unpack("<f", struct.pack("<I", b))[0]) * small))
+    qa, qb = (Fraction(struct.unpack("<f", struct.pack("<I", w))[0]) for w in (a, b))
+    bits, c = quotient_bits(qa / qb), fdsu.cycles(FDIV, a, b)
+    if c < fdsu.FULL:
+        assert bits is not None
+    if bits is not None and bits <= 16:
+        assert c < fdsu.FULL
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 1 << 12), st.integers(-40, 40), normal, st.booleans())
+def test_a_fast_root_is_exact_and_a_short_exact_one_is_fast(root, scale, other, make_square):
+    a = f32(float(root * root) * 2.0 ** (2 * scale)) if make_square else other
+    x = Fraction(struct.unpack("<f", struct.pack("<I", a))[0])
+    r = Fraction(math.sqrt(x))
+    c = fdsu.cycles(FSQRT, a)
+    if c < fdsu.FULL:
+        assert r * r == x
+    if r * r == x and quotient_bits(r) <= 12:
+        assert c < fdsu.FULL
+
+
+def fdiv_program(word: int, a: float, b: float) -> str:
+    """The FPU on, the operands' bit patterns in fa1/fa2, the divide, its result used at once."""
+    insn = "fdiv.s fa0,fa1,fa2" if word == FDIV else "fsqrt.s fa0,fa1"
+    return (f"li t0,0x2000\ncsrs mstatus,t0\nli a1,{f32(a)}\nfmv.w.x fa1,a1\nli a2,{f32(b)}\nfmv.w.x fa2,a2\n"
+            f"{insn}\nfadd.s fa3,fa0,fa0")
+
+
+@pytest.mark.parametrize("word,a,b", [(FDIV, 1.0, 2.0), (FDIV, 1.0, 3.0), (FDIV, 0.0, 3.0), (FSQRT, 4.0, 0.0),
+                                      (FDIV, 2.0 ** -100, 2.0 ** -130)])
+def test_the_soc_charges_an_fdiv_from_its_operands(gnu_as, word, a, b):
+    # the same program under the constant (9) and under the operand rule: only the divide's
+    # latency differs, and the fadd waits for all of it (plain, traced and under the debugger)
+    source = fdiv_program(word, a, b)
+    latency = fdsu.cycles(word, f32(a), f32(b))
+    assert run_cycles(gnu_as, source, "cv32e40p-fdsu") - run_cycles(gnu_as, source, "cv32e40p") == latency - 9
+
+
+def test_fdivs_in_a_loop_follow_each_operand(gnu_as):
+    # one block, run with 1/1, 1/2, 1/3, ... 1/8: exact quotients fast, 1/3, 1/5, 1/6, 1/7 not
+    source = ("li t0,0x2000\ncsrs mstatus,t0\nli s1,1\nli s2,9\nfcvt.s.w fa1,s1\nloop:\nfcvt.s.w fa2,s1\n"
+              "fdiv.s fa0,fa1,fa2\nfadd.s fa3,fa0,fa0\naddi s1,s1,1\nbne s1,s2,loop")
+    lat = [fdsu.cycles(FDIV, f32(1.0), f32(float(d))) for d in range(1, 9)]
+    assert lat == [6, 6, 19, 6, 19, 19, 19, 6]
+    assert run_cycles(gnu_as, source, "cv32e40p-fdsu") - run_cycles(gnu_as, source, "cv32e40p") == sum(lat) - 8 * 9
+
+
+@pytest.mark.firmware
+def test_the_operand_hooks_sit_on_the_divide_sites_only(elf_path):
+    from quco.emulator import disasm, elf
+    from quco.emulator.soc import Soc
+    from quco.gst import tables
+    image = elf.load(elf_path)
+    mnemonics = {a: m for base, data in image.segments for a, m, _ in disasm.listing(data, base)}
+    wanted = {"fdiv.s", "fsqrt.s", "div", "divu", "rem", "remu"}
+    fdsu_soc = Soc(image, tables.load("r9-nano"), profile="cv32e40p-fdsu")
+    assert set(fdsu_soc._divs) == {a for a, m in mnemonics.items() if m in wanted}
+    assert {mnemonics[a] for a in fdsu_soc._divs} >= {"fdiv.s", "divu"}
+    plain = Soc(image, tables.load("r9-nano"), profile="cv32e40p")  # FDIV at its constant: divides only
+    assert {mnemonics[a] for a in plain._divs} <= {"div", "divu", "rem", "remu"}
+    # determinism: the same boot, launch and relaunch twice give the same counts
+    from quco.host.device import Device
+    from quco.host.kernel import load_kernel
+    from conftest import EXAMPLES_DIR
+    kernel = load_kernel(EXAMPLES_DIR / "matrix-matrix.json")
+
+    def counts():
+        d = Device("r9-nano", elf_path, profile="cv32e40p-fdsu")
+        return [d.boot_cost.cycles] + [d.launch(kernel).cost.cycles for _ in range(2)]
+    assert counts() == counts()
+
+
+def test_the_operand_key_is_checked(tmp_path):
+    p = tmp_path / "mine.toml"
+    p.write_text((timing.PROFILE_DIR / "cv32e40p.toml").read_text().replace(
+        "div_by_divisor = true", 'fdiv_by_operands = "yes"\ndiv_by_divisor = true'))
+    with pytest.raises(timing.ProfileError, match=r'mine.toml: hazard.fdiv_by_operands: "yes" is a string; expected true or false'):
+        timing.load_profile(p)
+    assert not timing.load_profile("cv32e40p").fdiv_by_operands  # the constant stays the default
