@@ -31,11 +31,14 @@ from unicorn import (UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_FETC
                      UC_HOOK_MEM_WRITE_UNMAPPED, UC_MEM_FETCH_PROT, UC_MEM_FETCH_UNMAPPED, UC_MEM_WRITE,
                      UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UcError)
 from unicorn.riscv_const import UC_RISCV_REG_F0, UC_RISCV_REG_X0
+from unicorn.unicorn_py3 import unicorn as _binding
 from unicorn.unicorn_py3.unicorn import HOOK_CODE_CFUNC, HOOK_MEM_ACCESS_CFUNC
 
 from . import disasm, fastcount, faults, isa, timing
 from .watchdog import watchdog
 from ..gst import abi
+
+_uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
 
 PAGE = 4096
 _CYCLES, _INSNS, _SUCC, _PREV, _NODE = range(5)  # the fields of an edge (module docstring)
@@ -108,11 +111,19 @@ class Hooks:
         return {base + off: w for base, data in self.image.segments for off in range(0, len(data) - 3, 4)
                 if timing.operand_timed(p, w := int.from_bytes(data[off:off + 4], "little"))}
 
+    def _reg(self, reg: int) -> int:
+        """A register, through the C API when the binding exposes it: the binding's reg_read
+        spends twice as long in Python (the PC is read every step, operands at every divide)."""
+        if _uc_reg_read is None:
+            return self.uc.reg_read(reg)
+        _uc_reg_read(self.uc._uch, reg, self._reg_ref)
+        return self._reg_buf.value
+
     def _x(self, n: int) -> int:
-        return self.uc.reg_read(UC_RISCV_REG_X0 + n) & 0xFFFF_FFFF
+        return self._reg(UC_RISCV_REG_X0 + n) & 0xFFFF_FFFF
 
     def _f(self, n: int) -> int:
-        return self.uc.reg_read(UC_RISCV_REG_F0 + n) & 0xFFFF_FFFF  # binary32 (NaN-boxed in 64)
+        return self._reg(UC_RISCV_REG_F0 + n) & 0xFFFF_FFFF  # binary32 (NaN-boxed in 64)
 
     def _add_raw_hook(self, kind, fptr, begin=1, end=0):
         self._raw_hooks.append(fptr)  # keep the C function pointer alive

@@ -24,7 +24,6 @@ from .elf import Image
 from .hooks import COUNTED_REGIONS, Hooks, pages
 from ..gst import abi
 
-_uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
 _uc_mem_read = getattr(getattr(_binding, "uclib", None), "uc_mem_read", None)
 _uc_mem_write = getattr(getattr(_binding, "uclib", None), "uc_mem_write", None)
 READ_BUFFER = abi.MAILBOX.size  # reads up to this size go through one reused buffer
@@ -85,8 +84,8 @@ class Soc(Hooks):
         timer = timing.Timer(profile, self.read) if profile is not None else None
         self.image, self.budget, self.wall_budget = image, budget, wall_budget
         self._deadline, self._timed_out = None, False
-        self._pc_buf = ctypes.c_uint64(0)
-        self._pc_ref = ctypes.byref(self._pc_buf)
+        self._reg_buf = ctypes.c_uint64(0)  # Hooks._reg reads registers into it
+        self._reg_ref = ctypes.byref(self._reg_buf)
         self._read_buf = ctypes.create_string_buffer(READ_BUFFER)
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
@@ -197,12 +196,7 @@ class Soc(Hooks):
         return self.timer.p.wake_reset if first else self.timer.p.wake_interrupt
 
     def _read_pc(self) -> int:
-        """The PC, through the C API when the binding exposes it: the binding's reg_read
-        spends twice as long in Python, a tenth of an uncounted launch."""
-        if _uc_reg_read is None:
-            return self.uc.reg_read(UC_RISCV_REG_PC)
-        _uc_reg_read(self.uc._uch, UC_RISCV_REG_PC, self._pc_ref)
-        return self._pc_buf.value
+        return self._reg(UC_RISCV_REG_PC)
 
     def _wfi_exits(self) -> frozenset:
         """PCs just after a wfi in the firmware image: where a clean step stops."""
