@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 typedef uint32_t (*quco_new_edge_fn)(uint32_t edge, uint64_t address, uint32_t size);
+typedef int (*quco_stop_fn)(void *uc);  /* uc_emu_stop */
 
 typedef struct {
     quco_new_edge_fn on_edge;   /* Python: the edge from `edge` to block (address, size), entered */
@@ -29,10 +30,13 @@ typedef struct {
     uint32_t edge;              /* the edge of the block running now (0: none yet this step) */
     uint64_t cycles, insns;     /* this step's sums */
     uint32_t blocks, splits;    /* this step's blocks, and its split loads and stores */
+    uint64_t budget;            /* instructions the step may retire (UINT64_MAX: no limit) */
+    quco_stop_fn stop;          /* uc_emu_stop, called before a block that could pass the budget */
+    uint32_t over;              /* set when it was called */
 } quco_counter;
 
 /* Layout version: bump it with any change to quco_counter (fastcount.py checks it). */
-#define QUCO_FASTCOUNT_VERSION 2u
+#define QUCO_FASTCOUNT_VERSION 3u
 
 unsigned quco_fastcount_abi(void)
 {
@@ -50,7 +54,15 @@ void quco_on_block(void *uc, uint64_t address, uint32_t size, void *user)
     quco_counter *c = (quco_counter *)user;
     uint64_t block = address << 32 | size;
     uint32_t s = slot_of(c->edge, block, c->mask), next;
-    (void)uc;
+    /* The budget, without Unicorn's instruction limit (a callback per instruction, a third of
+     * a counted launch): a block that could pass it does not start (stopped in its block hook,
+     * a block does not run); Python then runs what is left under the exact limit. size / 4
+     * bounds the block's instructions (a wfi may end it earlier: then the exact run decides). */
+    if (c->insns + (size >> 2) > c->budget) {
+        c->over = 1;
+        c->stop(uc);
+        return;
+    }
     for (;;) {
         if (c->slot_edge[s] == UINT32_MAX) {  /* not in the table: Python makes and enters it */
             next = c->on_edge(c->edge, address, size);

@@ -27,7 +27,9 @@ from unicorn.unicorn_py3 import unicorn as _binding
 
 NEW_EDGE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32)
 EMPTY = 0xFFFF_FFFF
-VERSION = 2  # QUCO_FASTCOUNT_VERSION of _fastcount.c
+VERSION = 3  # QUCO_FASTCOUNT_VERSION of _fastcount.c
+NO_BUDGET = 2**64 - 1
+STOP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 U32, U64 = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
 FIRST_EDGES, FIRST_SLOTS = 1024, 4096  # the tables' first sizes (the firmware's boot makes about 80 pairs)
 
@@ -37,7 +39,7 @@ class CounterStruct(ctypes.Structure):
     _fields_ = [("on_edge", NEW_EDGE), ("edge_cycles", U32), ("edge_insns", U32), ("slot_edge", U32),
                 ("slot_block", U64), ("slot_next", U32), ("mask", ctypes.c_uint32), ("edge", ctypes.c_uint32),
                 ("cycles", ctypes.c_uint64), ("insns", ctypes.c_uint64), ("blocks", ctypes.c_uint32),
-                ("splits", ctypes.c_uint32)]
+                ("splits", ctypes.c_uint32), ("budget", ctypes.c_uint64), ("stop", STOP), ("over", ctypes.c_uint32)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,6 +75,7 @@ class Counter:
     def __init__(self, lib, uc, on_edge, count_splits: bool):
         self.on_edge = NEW_EDGE(on_edge)  # kept alive as long as the hooks
         self.c = CounterStruct(self.on_edge)
+        self.c.budget, self.c.stop = NO_BUDGET, ctypes.cast(_binding.uclib.uc_emu_stop, STOP)
         self.edges = 0
         self.pairs: dict[tuple[int, int], int] = {}  # everything in the table, to grow it
         self._edge_arrays(FIRST_EDGES)

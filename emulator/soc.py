@@ -19,7 +19,7 @@ from unicorn import UC_ARCH_RISCV, UC_MODE_RISCV32, UC_PROT_EXEC, UC_PROT_READ, 
 from unicorn.riscv_const import UC_RISCV_REG_PC
 from unicorn.unicorn_py3 import unicorn as _binding
 
-from . import faults, isa, protocol, quirks, timing
+from . import fastcount, faults, isa, protocol, quirks, timing
 from .elf import Image
 from .hooks import COUNTED_REGIONS, Hooks, pages
 from ..gst import abi
@@ -73,9 +73,9 @@ class Soc(Hooks):
         """`profile` (a Profile, or a built-in profile's name or a TOML file) adds modelled
         cycles: the Soc schedules its own blocks with it. count=False runs without any
         Python hook per block (the fastest mode): no instruction counts, and runaway code is
-        stopped after `wall_budget` seconds of host time. Every other mode counts, and
-        Unicorn's C-level instruction limit enforces the budget exactly (instructions per
-        step)."""
+        stopped after `wall_budget` seconds of host time. Every other mode counts, and the
+        budget (instructions per step) is exact: kept by the C block hook, or by Unicorn's
+        C-level instruction limit (run_budgeted)."""
         if len(gst) != abi.GST.size:
             raise ValueError(f"GST must be {abi.GST.size} bytes, got {len(gst)}")
         self.gst = abi.GST.unpack(gst)
@@ -149,7 +149,9 @@ class Soc(Hooks):
         """Run from the saved PC until the firmware sleeps (wfi) again."""
         self._begin_step()
         try:
-            if self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
+            if self._fast is not None:  # the C block hook keeps the budget (below)
+                self._run_budgeted()
+            elif self.counting:  # Unicorn's own instruction limit (counted in C) stops runaway code
                 self.uc.emu_start(self.pc, STOP_ADDRESS, count=self.budget)
             else:
                 self._timed_out = False
@@ -171,6 +173,25 @@ class Soc(Hooks):
         if self._fault is not None:
             self._raise_fault(pc)
         return self._end_step(pc)
+
+    def _run_budgeted(self):
+        """A step under the C hooks: their block hook stops the core before a block that could
+        take the step past its budget, and what is left of the budget then runs under
+        Unicorn's instruction limit, exact to the instruction like a whole step under it (the
+        limit costs a callback per instruction, so only the rare last blocks pay for it)."""
+        c = self._fast.c
+        c.budget, c.over = self.budget, 0
+        try:
+            self.uc.emu_start(self.pc, STOP_ADDRESS)
+        finally:
+            c.budget = fastcount.NO_BUDGET
+        left = self.budget - c.insns
+        if c.over and not self._fault and left > 0:  # left 0: stopped where the limit would have
+            # Unicorn counts through a code hook compiled into each block it translates while a
+            # limit is set, and keeps blocks translated before: drop them, or the limit would
+            # not see their instructions (the next step without a limit drops these in turn)
+            self.uc.ctl_flush_tb()
+            self.uc.emu_start(self._read_pc(), STOP_ADDRESS, count=left)
 
     def _end_step(self, pc: int) -> Step:
         """The step slept at pc: its counts."""

@@ -279,3 +279,51 @@ def test_the_host_sees_the_memory_the_core_sees(elf_path):
     assert s.read(abi.LDS.base, 4) == bytes(s.uc.mem_read(abi.LDS.base, 4)) == abi.LDS_MAGIC.to_bytes(4, "little")
     at = abi.MAILBOX.base + abi.MAILBOX_LAYOUT.offset("generation")
     assert s.read(at, 4) == bytes(s.uc.mem_read(at, 4)) == (1).to_bytes(4, "little")
+
+
+def _budget_outcome(s, record):
+    """(instructions, None) of a launch that slept, or (None, fault pc) of one stopped by the budget."""
+    from quco.emulator.faults import BudgetExceeded
+    try:
+        return s.launch(record).instructions, None
+    except BudgetExceeded as e:
+        return None, e.pc
+
+
+@pytest.mark.parametrize("profile", [None, "cv32e40p"])
+def test_the_budget_is_exact_on_warm_blocks(elf_path, hooks, profile):
+    # The C block hook keeps the budget by stopping before a block that could pass it and
+    # running the rest under Unicorn's instruction limit; the limit only counts blocks
+    # translated while it is set. Launch the same uncached record again and again on one Soc,
+    # its blocks translated already: at the cold launch's own count it sleeps with that count,
+    # one or a few instructions less stop it at the same instruction as Unicorn's limit from
+    # the start does (the Python hooks), and a generous budget afterwards counts alike.
+    record = bytearray(load_kernel(EXAMPLES_DIR / "matrix-matrix.json").record())
+    at = abi.LAUNCH_HEADER.offset("flags")
+    record[at:at + 4] = abi.FLAG_NO_CACHE.to_bytes(4, "little")
+    record = bytes(record)
+    s = soc.Soc(elf.load(elf_path), tables.load("r9-nano"), profile=profile)
+    s.boot()
+    n = s.launch(record).instructions
+    outcomes = []
+    stops = (n - 1, n - 7, n // 2)
+    for budget in (n, *stops, n + 1, 10 * n):
+        s.budget = budget
+        outcomes.append(_budget_outcome(s, record))
+        if outcomes[-1][0] is None:  # the stopped launch left the unit mid-launch: a fresh one
+            s = soc.Soc(elf.load(elf_path), tables.load("r9-nano"), profile=profile)
+            s.boot()
+            s.launch(record)  # warm again
+    assert [o[0] for o in outcomes] == [n, None, None, None, n, n]
+    # the stopping instruction, from a Soc that counts every instruction from its start
+    slow = []
+    for budget in stops:
+        ref = Recorder(elf.load(elf_path), tables.load("r9-nano"))
+        ref.soc.boot()
+        ref.events.clear()
+        ref.soc.ring(record)
+        ref.soc.uc.ctl_flush_tb()  # every block translated under the limit
+        ref.soc.uc.emu_start(ref.soc.pc, soc.STOP_ADDRESS, count=budget)
+        slow.append(ref.soc._read_pc())
+        assert sum(e[0] == "insn" for e in ref.events) == budget
+    assert [o[1] for o in outcomes[1:4]] == slow
