@@ -245,6 +245,7 @@ def test_device_flow_obeys_the_file_rules(elf_path):
     ("rtl\u202eoverride", "rtl\\u202eoverride"),
     ("tag\U000e0041", "tag\\U000e0041"),
     ("two\nlines\r", "two\\x0alines\\x0d"),
+    ("line\u2028para\u2029", "line\\u2028para\\u2029"),
     ("ünï 名", "ünï 名"),
 ])
 def test_printable_escapes_control_and_format_characters(text, shown):
