@@ -19,7 +19,7 @@ from quco.gst import tables
 from quco.host.device import Device
 from quco.cli.fuzz_files import run_cli
 from quco.host.kernel import Kernel, KernelError
-from quco.gst.userinput import UserFileError, printable, read_toml, whole_number
+from quco.gst.userinput import printable
 
 MM = str(MM_KERNEL)
 WORKLOAD = str(examples.WORKLOADS / "whisper-tiny-types.json")
@@ -265,25 +265,3 @@ def test_broken_toml_names_the_file(tmp_path, text, words):
     with pytest.raises(tables.GstFileError) as e:
         tables.load(path)
     assert str(e.value).startswith(f"{path}: ") and words in str(e.value)
-
-
-def test_a_folder_given_for_a_toml_file_is_named_as_what_was_expected(tmp_path):
-    with pytest.raises(UserFileError, match=r": is a folder; expected a GST preset \(\.toml\)$"):
-        read_toml(tmp_path, 100, "GST preset (.toml)")
-    with pytest.raises(UserFileError, match=": is a folder; expected a TOML file$"):
-        read_toml(tmp_path, 100)
-
-
-@pytest.mark.parametrize("text,value", [("64", 64), ("1", 1), (" 7\n", 7), ("064", 64)])
-def test_whole_numbers_in_range_with_at_most_one_leading_zero_are_taken(text, value):
-    assert whole_number(text, 1, 64, "CUS") == value
-
-
-@pytest.mark.parametrize("text,shown", [
-    ("65", "'65'"), ("0", "'0'"), ("0064", "'0064'"), ("٣", "'٣'"), ("", "''"),
-    ("x" * 40, repr("x" * 40)), ("x" * 41, repr("x" * 37 + "...")),  # cut past 40 characters
-])
-def test_other_whole_numbers_are_refused_naming_the_text_and_the_range(text, shown):
-    with pytest.raises(ValueError) as e:
-        whole_number(text, 1, 64, "CUS")
-    assert str(e.value) == f"CUS {shown}: expected a whole number 1..64 in digits 0-9"
