@@ -8,7 +8,7 @@ import os
 import pytest
 
 from quco.gst import userinput
-from quco.gst.userinput import UserFileError, read_bytes, read_json, read_text, read_toml, whole_number
+from quco.gst.userinput import UserFileError, escaped, read_bytes, read_json, read_text, read_toml, whole_number
 
 
 def refusal(read, *args) -> str:
@@ -79,3 +79,8 @@ def test_other_whole_numbers_are_refused_naming_the_text_and_the_range(text, sho
     with pytest.raises(ValueError) as e:
         whole_number(text, 1, 64, "CUS")
     assert str(e.value) == f"CUS {shown}: expected a whole number 1..64 in digits 0-9"
+
+
+def test_a_character_is_escaped_in_the_shortest_python_form_that_holds_its_code():
+    assert [escaped(c) for c in "\x1b\xff\u0100\uffff\U00010000"] == [
+        "\\x1b", "\\xff", "\\u0100", "\\uffff", "\\U00010000"]
