@@ -40,8 +40,8 @@ MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.p
 # Not test_abi.py: it checks the generated files of a source tree, which the staged copy is not.
 TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_input.py", "tests/test_hostile.py",
          "tests/test_hostile_24.py", "tests/test_inputs_24.py", "tests/test_cli.py", "tests/test_device.py",
-         "tests/test_differential.py", "tests/test_timing.py", "tests/test_gst_tables.py",
-         "tests/test_perf_memory.py", "tests/test_perfmodel.py"]
+         "tests/test_differential.py", "tests/test_timing.py", "tests/test_gst_tables.py", "tests/test_gst_schema.py",
+         "tests/test_userinput.py", "tests/test_perf_memory.py", "tests/test_perfmodel.py"]
 
 
 def staged(path: str) -> str:

@@ -15,13 +15,16 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 
 from jsonschema import Draft202012Validator, validators
 
-from .userinput import printable
+from .userinput import escaped, printable
 
 # names shown in reports: no control or format characters (escape sequences, bidi overrides)
-PRINTABLE = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff]*$"
+_CONTROL_CHARS = "\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff"
+CONTROL = f"[{_CONTROL_CHARS}]"  # one character a name may not hold
+PRINTABLE = f"^[^{_CONTROL_CHARS}]*$"
 MAX_PROBLEMS = 20  # a hostile file can break thousands of rules; the first ones say enough
 
 
@@ -202,9 +205,9 @@ class Checker:
             return [(path, f"{where}: {value_text(v)} is empty; expected {ok}")]
         if kind == "maxLength":
             return [(path, f"{where}: {len(v):,} characters; expected {ok}")]
-        if kind == "pattern":  # the only pattern used: no control characters
-            bad = next((ch for ch in v if printable(ch) != ch), "")
-            return [(path, f"{where}: {value_text(v)} contains the control character {printable(bad)!s}; "
+        if kind == "pattern" and sub["pattern"] == PRINTABLE:  # the character named by its code:
+            bad = re.search(CONTROL, v).group()  # U+2065 (unassigned) would show as nothing
+            return [(path, f"{where}: {value_text(v)} contains the control character {escaped(bad)}; "
                            f"expected {ok}")]
         return [(path, f"{where or '(top level)'}: {printable(err.message)}")]
 

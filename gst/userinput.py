@@ -15,6 +15,10 @@ import tomllib
 import unicodedata
 
 
+# Unicode categories written as escapes: control, format, line and paragraph separator
+ESCAPED_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")
+
+
 class UserFileError(Exception):
     """A user's file cannot be read; the message names it and says why."""
 
@@ -92,18 +96,20 @@ def read_toml(path, limit: int, what: str = "TOML file") -> dict:
         raise UserFileError(f"{where}: not valid TOML: {printable(str(e))[:200]}") from None
 
 
-def _escaped(ch: str) -> str:
+def escaped(ch: str) -> str:
+    """One character as a Python-style escape: \\x1b, \\u202e, \\U000e0041."""
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: str, keep: str = "") -> str:
     """`text` with control and format characters (escape, carriage return, bidirectional
-    overrides...) written as \\x1b-style escapes; characters in `keep` (e.g. a newline
-    between messages) stay."""
+    overrides...) and the line and paragraph separators U+2028 / U+2029 (line breaks to
+    some terminals and editors) written as \\x1b-style escapes; characters in `keep` (e.g. a
+    newline between messages) stay."""
     if text.isprintable():  # the common case, in one C loop
         return text
-    return "".join(ch if ch in keep or unicodedata.category(ch) not in ("Cc", "Cf") else _escaped(ch)
+    return "".join(ch if ch in keep or unicodedata.category(ch) not in ESCAPED_CATEGORIES else escaped(ch)
                    for ch in text)
 
 

@@ -245,6 +245,7 @@ def test_device_flow_obeys_the_file_rules(elf_path):
     ("rtl\u202eoverride", "rtl\\u202eoverride"),
     ("tag\U000e0041", "tag\\U000e0041"),
     ("two\nlines\r", "two\\x0alines\\x0d"),
+    ("line\u2028para\u2029", "line\\u2028para\\u2029"),
     ("ünï 名", "ünï 名"),
 ])
 def test_printable_escapes_control_and_format_characters(text, shown):
@@ -255,7 +256,7 @@ def test_printable_escapes_control_and_format_characters(text, shown):
 @pytest.mark.parametrize("text,words", [
     ("name = \n", "not valid TOML: Invalid value (at line 1, column 8)"),
     ("x = " + "[" * 3000 + "]" * 3000, "nested too deeply to be a GST preset (.toml)"),
-    ("x = 1" + "0" * 5000, "not valid TOML"),
+    ("x = 1" + "0" * 5000, "not valid TOML: Exceeds the limit (4300 digits)"),  # Python's int limit
     ('name = "\\u001b"', 'name: "\\u001b" is not printable ASCII'),
 ])
 def test_broken_toml_names_the_file(tmp_path, text, words):

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from conftest import EXAMPLES_DIR
 from quco.gst import abi
+from quco.gst.schema import CONTROL
 from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel, schema
 
 EXAMPLES = EXAMPLES_DIR
@@ -261,7 +262,8 @@ def test_unreadable_file(tmp_path):
 
 
 # ---------------------------------------------------------------- property: valid docs pack faithfully
-PRINTABLE = st.characters(blacklist_categories=("Cc", "Cf", "Cs"))  # names refuse control characters
+# names refuse control characters: the schema's class also holds U+2028/U+2029 and unassigned U+2065..
+PRINTABLE = st.characters(blacklist_categories=("Cc", "Cf", "Cs")).filter(lambda c: not re.match(CONTROL, c))
 queue_st = st.fixed_dictionaries(
     {"type": st.sampled_from(["streaming", "stationary"]), "length": st.integers(1, 2**32 - 1),
      "elem_size": st.sampled_from([1, 2, 4, 8])},

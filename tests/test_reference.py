@@ -1,4 +1,6 @@
 """The reference model against hand-computed figures, QuCo's listings and Table III."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -268,3 +270,12 @@ def test_small_queues_get_small_tiles_and_no_unfillable_slots(r9, length, tile, 
     res = ref.configure(r9, record(ci=2.0, queues=((length, 0, 2),) * 2 + ((length, 1, 2),)))
     assert res.status == Status.OK and res.tile == tile and res.slots[:2] == [slots, slots]
     assert res.slots[2] <= max(length // tile, 1)
+
+
+def test_config_error_keeps_status_and_detail_through_pickle():
+    """A ConfigError crosses a process boundary (a multiprocessing or Dask worker) intact: its
+    args are what its constructor takes, so unpickling rebuilds the same status and detail."""
+    err = ref.ConfigError(Status.QUEUE_LENGTH, 3)
+    assert err.args == (Status.QUEUE_LENGTH, 3)
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.status, back.detail) == (Status.QUEUE_LENGTH, 3)
