@@ -93,10 +93,6 @@ def parse_launch(record: bytes, g: dict) -> Launch:
     return Launch(h, queues)
 
 
-def floor_log2(v: int) -> int:
-    return v.bit_length() - 1
-
-
 def ci_class(ci, given: int) -> int:
     """The kernel's CI class: the one the host gave (QuCo's InitQuCo passes one), else
     low below CI_LOW, high above CI_HIGH, medium in between."""
