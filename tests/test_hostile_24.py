@@ -78,7 +78,8 @@ def test_evaluate_writes_parquet(tmp_path):
     assert {r["case"] for r in rows} >= {"QuCo", "ATT/Fine-Tuned"} and {r["kernel"] for r in rows} == {"Matrix-Matrix"}
 
 
-def test_an_unreachable_scheduler_is_exit_2():
+def test_an_unreachable_scheduler_is_exit_2(monkeypatch):
+    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)  # the real bound: the test below
     o = run_cli(FAST_EVAL + ["--scheduler", "tcp://127.0.0.1:1"], timeout=30)
     clean_error(o, 2, "cannot reach Dask scheduler tcp://127.0.0.1:1")
 
