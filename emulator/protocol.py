@@ -6,7 +6,7 @@ acknowledgement), configures or refuses, writes the LDS configuration with its g
 word last, then the mailbox words with the status last, and sleeps again (wfi).
 
 `ring` is the host's half. `boot_answer` and `launch_answer` read what the firmware left,
-the mailbox and the LDS configuration once each, and hold it to the ABI: a firmware that
+the mailbox and the LDS configuration, straight from the unit's memory, and hold it to the ABI: a firmware that
 does not acknowledge the doorbell, answers a status the ABI does not have, skips or repeats
 a generation, or leaves a configuration whose magic or counts are out of the ABI's limits
 raises FirmwareMisbehaved, so nothing downstream (tables, JSON, the model comparison) sees
@@ -14,7 +14,8 @@ counts no real configuration can have.
 
 This runs after every launch, so it is written for speed: each layout is a precompiled
 struct (quco.gst.abi) read as one tuple, only the queues are looped over, and a Soc
-remembers the configurations it has checked (check_config).
+remembers the configurations it has checked (check_config): the usual answer is then
+decided by a few comparisons (launch_answer).
 """
 from __future__ import annotations
 
@@ -64,15 +65,9 @@ class Answer(NamedTuple):  # a NamedTuple: made once a launch, the cheapest immu
 _answer = functools.partial(tuple.__new__, Answer)  # a third of the time of Answer(...) with its defaults
 
 
-def ring(bus, record: bytes) -> None:
+def ring(mailbox, record: bytes) -> None:
     """The host's half of a launch: the record into the mailbox, then the doorbell.
-    `bus` has write(address, data) (a Soc)."""
-    bus.write(RECORD, _checked(record))
-    bus.write(DOORBELL, _DOORBELL_RUNG)
-
-
-def ring_into(mailbox, record: bytes) -> None:
-    """ring on the memory itself: `mailbox` is a writable buffer holding the mailbox at offset 0."""
+    `mailbox` is a writable buffer holding the mailbox at offset 0 (a Soc's own memory)."""
     mailbox[_RECORD_AT:_RECORD_AT + abi.LAUNCH_SIZE] = _checked(record)
     mailbox[_DOORBELL_AT:_DOORBELL_AT + 4] = _DOORBELL_RUNG
 
@@ -83,10 +78,6 @@ def _checked(record: bytes) -> bytes:
     return record
 
 
-def _mailbox(bus) -> tuple:
-    return _MAILBOX_UNPACK(bus.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size), 0)
-
-
 def _status(value: int, allowed: frozenset, step: str, word: str) -> Status:
     if value not in allowed:
         names = ", ".join(f"{s} {Status(s).name}" for s in sorted(allowed))
@@ -94,29 +85,24 @@ def _status(value: int, allowed: frozenset, step: str, word: str) -> Status:
     return _STATUS[value]
 
 
-def boot_answer(bus) -> Answer:
-    """The boot step's answer: the GST check's status and detail."""
-    _, _, detail, generation, _, boot_status = _mailbox(bus)
+def boot_answer(mailbox) -> Answer:
+    """The boot step's answer: the GST check's status and detail (`mailbox`: a buffer
+    holding the mailbox at offset 0)."""
+    _, _, detail, generation, _, boot_status = _MAILBOX_UNPACK(mailbox, 0)
     status = _status(boot_status, _BOOT_STATUSES, "boot", "boot_status")
     if generation != 0:
         raise FirmwareMisbehaved("boot", f"mailbox generation {generation} before any launch (expected 0)")
     return Answer(status, detail)
 
 
-def launch_answer(bus, record: bytes, gst: dict, boot: Answer, generation: int, step: str | int = "launch",
-                  verified: set | None = None) -> Answer:
-    """A launch's answer, after the firmware slept again. `gst` is the unpacked GST the unit
-    booted with, `boot` its boot answer, `generation` the mailbox generation before this
-    launch, `step` what an error calls the launch (an int n: "launch n"), `verified` the
-    caller's memory of configurations already checked (check_config)."""
-    return answer_of(bus.read(abi.MAILBOX.base, abi.MAILBOX_LAYOUT.size), bus.read(abi.LDS.base, CONFIG_MAX),
-                     record, gst, boot, generation, step, verified)
-
-
-def answer_of(mailbox, lds, record: bytes, gst: dict, boot: Answer, generation: int, step: str | int = "launch",
-              verified: set | None = None) -> Answer:
-    """launch_answer on the memory itself: `mailbox` and `lds` are buffers (bytes, or the
-    Soc's own memory) holding the mailbox and the start of the LDS at offset 0."""
+def launch_answer(mailbox, lds, record: bytes, gst: dict, boot: Answer, generation: int,
+                  step: str | int = "launch", verified: set | None = None) -> Answer:
+    """A launch's answer, after the firmware slept again. `mailbox` and `lds` are buffers
+    (bytes, or a Soc's own memory) holding the mailbox and the start of the LDS at offset 0;
+    `gst` is the unpacked GST the unit booted with, `boot` its boot answer, `generation` the
+    mailbox generation before this launch, `step` what an error calls the launch (an int n:
+    "launch n"), `verified` the caller's memory of configurations already checked
+    (check_config)."""
     # The usual answer, decided with a few comparisons: status OK after an OK boot, the
     # doorbell acknowledged, cache_hit 0 or 1, the next generation in the mailbox and the
     # LDS, and a configuration already checked for this record. It passes every rule below

@@ -231,12 +231,12 @@ class Soc(Hooks):
         if self.woken:
             raise RuntimeError("the Soc has booted already (make a new one to reset)")
         step = self.run()
-        step.answer = self.booted = protocol.boot_answer(self)
+        step.answer = self.booted = protocol.boot_answer(self._mailbox)
         return step
 
     def ring(self, record: bytes) -> None:
         """The host's half of a launch (quco.emulator.protocol); the next step serves it."""
-        protocol.ring_into(self._mailbox, record)
+        protocol.ring(self._mailbox, record)
 
     def launch(self, record: bytes) -> Step:
         """One launch through the mailbox: ring, run until the firmware sleeps, read its
@@ -247,8 +247,8 @@ class Soc(Hooks):
         self.ring(record)
         step = self.run()
         self.launches += 1
-        step.answer = protocol.answer_of(self._mailbox, self._lds, record, self.gst, self.booted, self.generation,
-                                         self.launches, self._verified)
+        step.answer = protocol.launch_answer(self._mailbox, self._lds, record, self.gst, self.booted,
+                                             self.generation, self.launches, self._verified)
         self.generation = step.answer.generation
         return step
 

@@ -257,13 +257,13 @@ def test_a_remembered_configuration_does_not_let_a_misbehaving_answer_through(ca
     # correct answer has been remembered
     from quco.emulator import protocol
     boot, verified = protocol.Answer(Status.OK, 0), set()
-    good = protocol.answer_of(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
+    good = protocol.launch_answer(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
     assert (good.status, good.generation, good.config) == (Status.OK, 1, MODEL.lds) and len(verified) == 1
-    again = protocol.answer_of(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
+    again = protocol.launch_answer(*_buffers(correct_answer()), RECORD, G, boot, 0, 1, verified)
     assert again == good  # the remembered pair, through the fast path
     make, words = AFTER_REMEMBERED[case]
     with pytest.raises(FirmwareMisbehaved) as info:
-        protocol.answer_of(*_buffers(make()), RECORD, G, boot, 0, 7, verified)
+        protocol.launch_answer(*_buffers(make()), RECORD, G, boot, 0, 7, verified)
     assert words in str(info.value) and str(info.value).startswith("firmware misbehaved at launch 7: ")
 
 
@@ -286,7 +286,7 @@ def test_the_fast_path_answers_what_the_full_check_answers(tmp_path):
                 before = soc.generation
                 answer = soc.launch(record).answer
                 mailbox, lds = soc.read(MB, abi.MAILBOX_LAYOUT.size), soc.read(LDS, protocol.CONFIG_MAX)
-                full = protocol.answer_of(mailbox, lds, record, tables.unpack(gst), soc.booted, before, 1, None)
+                full = protocol.launch_answer(mailbox, lds, record, tables.unpack(gst), soc.booted, before, 1, None)
                 assert answer == full and answer.status == Status.OK
         assert soc._verified  # the fast path had pairs to use
 
@@ -294,7 +294,7 @@ def test_the_fast_path_answers_what_the_full_check_answers(tmp_path):
 def test_a_remembered_configuration_does_not_excuse_an_ok_after_a_refused_boot():
     from quco.emulator import protocol
     verified = set()
-    protocol.answer_of(*_buffers(correct_answer()), RECORD, G, protocol.Answer(Status.OK, 0), 0, 1, verified)
+    protocol.launch_answer(*_buffers(correct_answer()), RECORD, G, protocol.Answer(Status.OK, 0), 0, 1, verified)
     refused = protocol.Answer(Status.GST_CHECKSUM, 0)
     with pytest.raises(FirmwareMisbehaved, match=r"status 0 is not one the ABI allows here \(3 GST_CHECKSUM\)"):
-        protocol.answer_of(*_buffers(correct_answer()), RECORD, G, refused, 0, 1, verified)
+        protocol.launch_answer(*_buffers(correct_answer()), RECORD, G, refused, 0, 1, verified)
