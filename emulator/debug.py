@@ -100,12 +100,12 @@ class DebugSoc(Soc):
         self._cur = (address, address + real, address + size, split)
         self.blocks += 1
 
-    def _debug_div(self, address):
+    def _debug_operand_timed(self, address):
         """A divide or fdiv/fsqrt is about to run: the rest of the block is split again with
         its latency from its operands (the instructions before it cost the same: the core is
         in order)."""
         start, end, translated, _ = self._cur
-        self._cur_lats += (timing.operand_cycles(self.timer.p, self._divs[address], self._x, self._f),)
+        self._cur_lats += (timing.operand_cycles(self.timer.p, self._operand_timed[address], self._x, self._f),)
         split = self.timer.split(self._cur_prev, start, end - start, self._cur_lats)
         self._cur = (start, end, translated, split)
         if len(self._cur_lats) == self.timer.timed(start, end - start):
@@ -129,8 +129,8 @@ class DebugSoc(Soc):
         if self._fault is not None:
             self.uc.emu_stop()
             return
-        if address in self._divs:
-            self._debug_div(address)
+        if address in self._operand_timed:
+            self._debug_operand_timed(address)
         cur = self._cur
         self.cycles += cur[3][(address - cur[0]) >> 2]
         self.instructions += 1

@@ -8,7 +8,7 @@ plain attributes, and `DebugSoc` (emulator/debug.py) overrides them. What they u
 
     uc, image, lds_bytes, budget, timer, counting, tracing, split_penalty, _read_pc()
     per step:   instructions, blocks, cycles, misaligned, trace, reads, writes, _fault,
-                _edge (how the step reached the current block), _div_block, _div_lats
+                _edge (how the step reached the current block), _timed_block, _timed_lats
     caches:     _blocks (address -> (size, retired bytes)), _succ, _variants, _raw_hooks,
                 and with the C hooks _fast (fastcount.Counter), _edges, _edge_ids
 
@@ -98,10 +98,10 @@ class Hooks:
             self._add_block_hook(self._on_block)
         if self.split_penalty and lib is None:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
-        for address in self._divs:  # a code hook on each operand-timed instruction only
-            self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_div), address, address)
+        for address in self._operand_timed:  # a code hook on each operand-timed instruction only
+            self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_operand_timed), address, address)
 
-    def _div_sites(self) -> dict:
+    def _operand_timed_sites(self) -> dict:
         """address -> word of every instruction in the image whose latency the profile takes
         from its operands (timing.operand_timed: div/rem, fdiv.s/fsqrt.s); code runs from ROM
         only, which the firmware cannot write."""
@@ -209,19 +209,19 @@ class Hooks:
         self.instructions += insns
         self.blocks += 1
 
-    def _on_div(self, _handle, address, _size, _key):
+    def _on_operand_timed(self, _handle, address, _size, _key):
         """A divide or fdiv/fsqrt is about to run (a code hook on those only): its latency
         from its operands. Once the block's last such instruction has run, the block is
         charged as the variant with those latencies, and the next block follows that
         variant (its pending results)."""
-        lat = timing.operand_cycles(self.timer.p, self._divs[address], self._x, self._f)
+        lat = timing.operand_cycles(self.timer.p, self._operand_timed[address], self._x, self._f)
         fast = self._fast.c if self._fast is not None else None
         blocks = fast.blocks if fast is not None else self.blocks
-        if self._div_block != blocks:  # the first operand-timed instruction of this block execution
-            self._div_block, self._div_lats = blocks, ()
-        self._div_lats += (lat,)
+        if self._timed_block != blocks:  # the first operand-timed instruction of this block execution
+            self._timed_block, self._timed_lats = blocks, ()
+        self._timed_lats += (lat,)
         e = self._edges[fast.edge] if fast is not None else self._edge
-        v = self._variant(e, self._div_lats)
+        v = self._variant(e, self._timed_lats)
         if v is e:
             return
         delta = v[_CYCLES] - e[_CYCLES]

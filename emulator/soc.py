@@ -17,16 +17,12 @@ from pathlib import Path
 
 from unicorn import UC_ARCH_RISCV, UC_MODE_RISCV32, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError
 from unicorn.riscv_const import UC_RISCV_REG_PC
-from unicorn.unicorn_py3 import unicorn as _binding
 
 from . import fastcount, faults, isa, protocol, quirks, timing
 from .elf import Image
 from .hooks import COUNTED_REGIONS, Hooks, pages
 from ..gst import abi
 
-_uc_mem_read = getattr(getattr(_binding, "uclib", None), "uc_mem_read", None)
-_uc_mem_write = getattr(getattr(_binding, "uclib", None), "uc_mem_write", None)
-READ_BUFFER = abi.MAILBOX.size  # reads up to this size go through one reused buffer
 STOP_ADDRESS = 0xFFFF_FFF0  # never executed: emu_start runs until wfi or a fault
 DEFAULT_BUDGET = 200_000    # instructions per step before the firmware counts as runaway
 WALL_BUDGET = 2.0           # seconds per step in the uncounted mode (a step takes microseconds)
@@ -86,7 +82,6 @@ class Soc(Hooks):
         self._deadline, self._timed_out = None, False
         self._reg_buf = ctypes.c_uint64(0)  # Hooks._reg reads registers into it
         self._reg_ref = ctypes.byref(self._reg_buf)
-        self._read_buf = ctypes.create_string_buffer(READ_BUFFER)
         # the LDS the GST declares, within the window (an invalid GST still gets a SoC)
         lds_real = self.lds_bytes = min(self.gst["lds_bytes"], abi.LDS.size)
         uc = self.uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV32)
@@ -120,8 +115,8 @@ class Soc(Hooks):
         self._succ, self._variants = {None: {}}, {}  # the timed edge graph (emulator/hooks.py)
         self._start_edge = (0, 0, self._succ[None], None, None)  # before a step's first block
         self._fast = None  # the C hooks (emulator/fastcount.py), when built
-        self._edge, self._div_block, self._div_lats = self._start_edge, -1, ()
-        self._divs = self._div_sites()  # divides and FDIVs timed from their operands (hooks.py)
+        self._edge, self._timed_block, self._timed_lats = self._start_edge, -1, ()
+        self._operand_timed = self._operand_timed_sites()  # divides and FDIVs timed from their operands (hooks.py)
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:
@@ -138,7 +133,7 @@ class Soc(Hooks):
     def _begin_step(self):
         self._fault = None
         self.instructions = self.blocks = self.misaligned = 0
-        self.prev, self._edge, self._div_block = None, self._start_edge, -1
+        self.prev, self._edge, self._timed_block = None, self._start_edge, -1
         if self._fast is not None:
             self._fast.take()  # from edge 0 (a step that faulted left its counts)
         if self.count_memory or self.tracing:
@@ -254,16 +249,12 @@ class Soc(Hooks):
 
     # ---------------------------------------------------------------- host side of the bus
     def read(self, address: int, size: int) -> bytes:
+        """Bytes at address: from the Soc's own memory, else (ROM, or past a region's
+        mapping: Unicorn's error) through Unicorn."""
         w = self._windows.get(address >> 28)
         if w is not None and w.base <= address and address + size <= w.base + w.size:
             return w.mem[address - w.base:address - w.base + size]
-        if _uc_mem_read is None or size > READ_BUFFER:
-            return bytes(self.uc.mem_read(address, size))
-        # the binding's mem_read makes a buffer and two copies; the protocol reads twice a launch
-        status = _uc_mem_read(self.uc._uch, address, self._read_buf, size)
-        if status:
-            raise UcError(status)
-        return ctypes.string_at(self._read_buf, size)
+        return bytes(self.uc.mem_read(address, size))
 
     def write(self, address: int, data: bytes) -> None:
         if type(data) is not bytes:
@@ -272,11 +263,7 @@ class Soc(Hooks):
         if w is not None and w.base <= address and address + len(data) <= w.base + w.size:
             w.mem[address - w.base:address - w.base + len(data)] = data
             return
-        if _uc_mem_write is None:
-            return self.uc.mem_write(address, data)
-        status = _uc_mem_write(self.uc._uch, address, data, len(data))  # the binding's, one frame less
-        if status:
-            raise UcError(status)
+        self.uc.mem_write(address, data)
 
     def stack_high_water(self) -> int:
         """Deepest stack use since reset, in bytes, from the canary left untouched."""

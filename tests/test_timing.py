@@ -329,10 +329,10 @@ def test_the_operand_hooks_sit_on_the_divide_sites_only(elf_path):
     mnemonics = {a: m for base, data in image.segments for a, m, _ in disasm.listing(data, base)}
     wanted = {"fdiv.s", "fsqrt.s", "div", "divu", "rem", "remu"}
     fdsu_soc = Soc(image, tables.load("r9-nano"), profile="cv32e40p-fdsu")
-    assert set(fdsu_soc._divs) == {a for a, m in mnemonics.items() if m in wanted}
-    assert {mnemonics[a] for a in fdsu_soc._divs} >= {"fdiv.s", "divu"}
+    assert set(fdsu_soc._operand_timed) == {a for a, m in mnemonics.items() if m in wanted}
+    assert {mnemonics[a] for a in fdsu_soc._operand_timed} >= {"fdiv.s", "divu"}
     plain = Soc(image, tables.load("r9-nano"), profile="cv32e40p")  # FDIV at its constant: divides only
-    assert {mnemonics[a] for a in plain._divs} <= {"div", "divu", "rem", "remu"}
+    assert {mnemonics[a] for a in plain._operand_timed} <= {"div", "divu", "rem", "remu"}
     # determinism: the same boot, launch and relaunch twice give the same counts
     from quco.host.device import Device
     from quco.host.kernel import load_kernel
