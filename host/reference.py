@@ -126,10 +126,10 @@ class Planner:
         # Reciprocals are taken once so the per-tile arithmetic only multiplies.
         # cpb: core cycles per byte of one CU's share of the DRAM bandwidth, at this clock
         self.cpb = f32(clock * g["num_cus"]) / f32(g["dram_bw_mbps"])
-        # The latencies are times: the GST counts them in cycles of LAT_REF_MHZ (ns), so in
-        # core cycles they scale with the current clock (integer arithmetic, exact).
+        # The GST's latencies are core cycles at its nominal clock (QuCo Table II: "cycles, CU
+        # round trip"); a round trip is a time, so at a DVFS clock they scale by clock / nominal.
         lat_sum = g["lat_att_cycles"] + g["lat_l2_cycles"] + g["lat_dram_cycles"]
-        self.lat = f32(lat_sum * clock // const("LAT_REF_MHZ"))
+        self.lat = f32(lat_sum * clock // g["core_clock_mhz"])
         self.inv_cl = f32(1.0) / f32(g["cache_line_bytes"])  # exact: a power of two
         wfs = h["consumer_wavefronts"]
         # QuCo Algorithm 2: bestLatency = T / (SIMDMulsPerCycle x Wfs), no cap on Wfs
@@ -139,7 +139,7 @@ class Planner:
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
         self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
-        self.min_len = min(q.length for q in self.q)  # the length bound: every queue holds two tiles
+        self.min_len = min(q.length for q in self.q)  # the length bound: two transfers per queue
         # bytes one step of the kernel moves per tile element: every streaming queue's element
         self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
         self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
@@ -192,9 +192,10 @@ class Planner:
             elif self.ci_class == abi.CI_CLASS_HIGH and t > g["min_tile_elems"]:
                 t //= 2
         self.note("ci", best=best, ci=self.ci, ci_class=self.ci_class, tile=t)
-        # length bound: every queue holds MIN_BUFFERS tiles, so one loads while one is used
+        # length bound: every queue is streamed in at least MIN_BUFFERS transfers (the last may be
+        # partial), so one loads while one is used: ceil(len / t) >= MIN_BUFFERS
         scaled = t
-        while t > g["min_tile_elems"] and const("MIN_BUFFERS") * t > self.min_len:
+        while t > g["min_tile_elems"] and (const("MIN_BUFFERS") - 1) * t >= self.min_len:
             t //= 2
         self.note("length", tile_in=scaled, tile=t, length=self.min_len)
         # LDS bound: the tile halves until the slots Little's law asks for fit, counting no more
@@ -246,8 +247,10 @@ class Planner:
         return s
 
     def cap(self, t: int, i: int, n: int) -> int:
-        """A queue holding length / t tiles never fills more slots than that."""
-        return min(n, floor_pow2(max(self.q[i].length // t, 1)))
+        """A queue streamed in ceil(length / t) transfers never fills more slots than that."""
+        while n > 1 and (n - 1) * t >= self.q[i].length:
+            n //= 2
+        return n
 
     def little(self, t: int):
         """Little's law per kernel: tiles in flight = the memTime of one step of the kernel

@@ -52,15 +52,17 @@ static uint8_t merit_table[WFS_CLASSES][4]; /* [Wfs - 1][log2 elem_size] -> log2
 
 /* The per-launch rates Algorithm 2 needs at a clock and for Wfs consumer wavefronts:
  * cycles per byte of one CU's DRAM share, latencyTotal, and bestLatency = T /
- * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. The latencies are times: the GST
- * counts them in cycles of LAT_REF_MHZ (ns), so in core cycles they follow the clock. Computed afresh at every launch (an FDIV and a DIV) rather than kept for the
- * nominal clock: the code is shared with boot and the ROM is the scarcer budget. */
+ * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. The GST's latencies are core cycles
+ * at its nominal clock (QuCo Table II: "cycles, CU round trip"); a round trip is a time, so
+ * at a DVFS clock they scale by clock / nominal. Computed afresh at every launch (an FDIV and
+ * a DIV) rather than kept for the nominal clock: the code is shared with boot and the ROM is
+ * the scarcer budget. */
 static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
 {
     const quco_gst_t *g = GST;
     float cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     p->cpb = cpb;
-    p->lat = (float)((g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles) * clock / QUCO_LAT_REF_MHZ);
+    p->lat = (float)((g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles) * clock / g->core_clock_mhz);
     p->wfs = wfs;
     p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs); /* one rounding: the product is exact */
     p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
@@ -164,8 +166,8 @@ static uint32_t merit_scan(const planner_t *p, uint32_t elem_size)
 static uint32_t round_pow2(float r);
 static uint32_t little_slots(const planner_t *p, uint32_t tile_log2);
 
-/* Algorithm 1 in full: merit scan, CI scaling, then the length bound (every queue holds
- * MIN_BUFFERS tiles) and the LDS bound (the slots Little's law asks for fit). Returns log2
+/* Algorithm 1 in full: merit scan, CI scaling, then the length bound (every queue is
+ * streamed in at least MIN_BUFFERS transfers, the last one possibly partial) and the LDS bound (the slots Little's law asks for fit). Returns log2
  * of the tile. */
 static uint32_t choose_tile(planner_t *p)
 {
@@ -182,7 +184,7 @@ static uint32_t choose_tile(planner_t *p)
         uint32_t n = p->little_n = little_slots(p, k);
         if (k == min_tile_log2)
             break;
-        if ((QUCO_MIN_BUFFERS << k) <= gr->min_len) {
+        if (((QUCO_MIN_BUFFERS - 1u) << k) < gr->min_len) { /* ceil(len / tile) >= MIN_BUFFERS */
             /* no more slots than the barrier limit gives: a smaller tile would not buy them */
             while (n > 1u && QUCO_BARRIERS_PER_SLOT * (n * gr->n_streaming + gr->n_stationary) > GST->barrier_limit)
                 n >>= 1;
@@ -221,10 +223,11 @@ __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n
     return s;
 }
 
-/* a queue holds length >> k tiles of 2^k: no more slots than that (n is a power of two) */
+/* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (n is a
+ * power of two) */
 static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
 {
-    while (n > 1u && (n << tile_log2) > g->length)
+    while (n > 1u && ((n - 1u) << tile_log2) >= g->length)
         n >>= 1;
     return n;
 }
