@@ -318,7 +318,7 @@ def gst_violation(raw: bytes) -> GstViolation | None:
 # ---------------------------------------------------------------- algorithm constants
 # Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).
 CONSTANTS = {
-    "COST_A": (0.0175, "f", "weight of the bandwidth penalty COST_A/BW of the cost function (fitted)"),
+    "COST_A": (0.0, "f", "weight of the bandwidth penalty COST_A/BW of the cost function (unpublished; none survives leave-one-GPU-out)"),
     "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
     "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
     "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
