@@ -171,7 +171,8 @@ FLAG_NO_CI_SCALING = 1 << 0  # ablation: skip the CI tile and slot scaling
 FLAG_NO_LITTLE = 1 << 1      # ablation: start slots from max_slots, not Little's law
 FLAG_NO_CU_AWARE = 1 << 2    # ablation: skip the CU-aware slot reduction
 FLAG_NO_CACHE = 1 << 3       # always compute; do not use the configuration cache
-FLAGS_ALL = 0xF
+FLAG_QUCO_PLUS = 1 << 4      # the quco+ rule set (docs/algorithm.md): integer slots, no CU step; not the paper's
+FLAGS_ALL = 0x1F
 
 MAILBOX_LAYOUT = Struct("mailbox", (
     Field("doorbell", "u32", "host writes 1 to request a launch; firmware clears it"),

@@ -252,7 +252,7 @@ def test_gst_magic_version_checksum(r9):
     (record(wfs=0), Status.RECORD_FIELD, 12),
     (record(active_cus=65), Status.RECORD_FIELD, 20),
     (record(lds_bytes=100), Status.RECORD_FIELD, 24),
-    (record(flags=0x10), Status.BAD_FLAGS, 0x10),
+    (record(flags=0x20), Status.BAD_FLAGS, 0x20),
     (record(queues=((0, 0, 2),)), Status.QUEUE_LENGTH, 0),
     (record(queues=((8, 0, 2), (8, 2, 2))), Status.QUEUE_TYPE, 1),
     (record(queues=((8, 0, 3),)), Status.ELEM_SIZE, 0),

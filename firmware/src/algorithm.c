@@ -44,6 +44,8 @@ static uint32_t floor_pow2(uint32_t v)
 static float inv_cache_line;                 /* 1 / cache_line_bytes, exact (a power of two) */
 static uint32_t min_tile_log2, max_tile_log2;
 static uint32_t max_pow2_slots;              /* the largest power of two within max_slots */
+static uint32_t plus_rules;                  /* this launch uses quco+ (FLAG_QUCO_PLUS): integer
+                                                slots, no CU step (not the paper's rules) */
 
 /* At the GST's nominal clock the merit scan depends only on Wfs (1..64) and the tile's
  * element size, so boot tabulates it; launches at another (DVFS) clock scan live. */
@@ -62,7 +64,10 @@ static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
     const quco_gst_t *g = GST;
     float cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     p->cpb = cpb;
-    p->lat = (float)((g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles) * clock / g->core_clock_mhz);
+    uint32_t lat = g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles;
+    if (clock != g->core_clock_mhz) /* at the nominal clock x clock / nominal is exact: skip the DIV */
+        lat = lat * clock / g->core_clock_mhz;
+    p->lat = (float)lat;
     p->wfs = wfs;
     p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs); /* one rounding: the product is exact */
     p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
@@ -197,13 +202,17 @@ static uint32_t choose_tile(planner_t *p)
     return k;
 }
 
-/* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots */
+/* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots (quco+:
+ * the nearest integer) */
 static uint32_t round_pow2(float r)
 {
     float max = (float)GST->max_slots;
     if (!(r >= 1.0f))
         return 1u;
-    uint32_t q = floor_pow2((uint32_t)(r < max ? r : max));
+    uint32_t q = (uint32_t)(r < max ? r : max);
+    if (plus_rules) /* quco+: the nearest integer, ties up */
+        return q < GST->max_slots && r - (float)q >= 0.5f ? q + 1u : q;
+    q = floor_pow2(q);
     if (q < max_pow2_slots && r >= 1.5f * (float)q)
         q <<= 1;
     return q;
@@ -213,7 +222,7 @@ static uint32_t round_pow2(float r)
  * more than before, never below double buffering unless already there */
 __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n)
 {
-    if (p->flags & QUCO_FLAG_NO_CU_AWARE)
+    if ((p->flags & QUCO_FLAG_NO_CU_AWARE) || plus_rules)
         return n;
     /* n is a power of two: the largest power of two s <= n within a factor 4/3 above
      * r = n x REF / CUs (s <= 4r/3: r rounds to s or more), in integers */
@@ -223,13 +232,14 @@ __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n
     return s;
 }
 
-/* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (n is a
- * power of two) */
+/* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (the
+ * largest power of two within; quco+: that count). length >= 1, so no overflow. */
 static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
 {
-    while (n > 1u && ((n - 1u) << tile_log2) >= g->length)
-        n >>= 1;
-    return n;
+    uint32_t transfers = ((g->length - 1u) >> tile_log2) + 1u;
+    if (n > transfers)
+        n = transfers;
+    return plus_rules ? n : floor_pow2(n);
 }
 
 /* Little's law per kernel: memTime of one step (a tile of every streaming queue) over the
@@ -310,6 +320,7 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     planner_t p;
     p.groups = groups;
     p.flags = h->flags;
+    plus_rules = h->flags & QUCO_FLAG_QUCO_PLUS;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
     uint32_t cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;
