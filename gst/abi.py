@@ -115,12 +115,13 @@ GST = Struct("gst", (
     Field("num_cus", "u32", "compute units on the GPU", 1, 1024),
     Field("simd_muls_per_cycle", "u32", "SIMD multiplies per cycle per CU", 1, 4096),
     Field("wavefront_pools", "u32", "wavefront pools (SIMDs) per CU", 1, 16),
-    # The latencies are times, in cycles of the LAT_REF_MHZ = 1000 reference (ns): a memory
-    # round trip does not shorten when the CUs clock faster (docs/algorithm.md, "latencies").
-    Field("lat_att_cycles", "u32", "ATT issue latency, ns (cycles of the 1 GHz reference)", 0, 10_000),
-    Field("lat_l1_cycles", "u32", "L1 round trip, ns (cycles of the 1 GHz reference; informational)", 0, 100_000),
-    Field("lat_l2_cycles", "u32", "L2 round trip, ns (cycles of the 1 GHz reference)", 0, 100_000),
-    Field("lat_dram_cycles", "u32", "DRAM round trip, ns (cycles of the 1 GHz reference)", 1, 100_000),
+    # The latencies are core cycles at core_clock_mhz (QuCo Table II: "cycles, CU round trip");
+    # a round trip is a time, so the planner scales them by clock / core_clock_mhz under DVFS
+    # (docs/algorithm.md, "latencies").
+    Field("lat_att_cycles", "u32", "ATT issue latency, core cycles at core_clock_mhz", 0, 10_000),
+    Field("lat_l1_cycles", "u32", "L1 round trip, core cycles at core_clock_mhz (informational)", 0, 100_000),
+    Field("lat_l2_cycles", "u32", "L2 round trip, core cycles at core_clock_mhz", 0, 100_000),
+    Field("lat_dram_cycles", "u32", "DRAM round trip, core cycles at core_clock_mhz", 1, 100_000),
     Field("dram_bw_mbps", "u32", "DRAM bandwidth, 10^6 bytes per second", 1, 100_000_000),
     Field("cache_line_bytes", "u32", "cache line, bytes", 16, 1024, pow2=True),
     Field("lds_bytes", "u32", "LDS per CU, bytes", 1024, 256 * 1024, multiple=256),
@@ -323,7 +324,7 @@ CONSTANTS = {
     "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
     "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
     "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
-    "LAT_REF_MHZ": (1000, "i", "the GST's latencies are times: cycles of this clock (ns)"),
+    "LAT_REF_MHZ": (1000, "i", "performance model only (perfmodel/params.py, to be retired): the firmware reads the GST's latencies as core cycles at core_clock_mhz"),
     "MIN_BUFFERS": (2, "i", "double buffering: tiles a queue must hold, slots the CU step keeps"),
     "LITTLE_SCALE": (0.0625, "f", "Little's law: slots per unit of memTime / procTime (fitted)"),
     "CU_SLOT_REF": (32, "i", "CU step: slots scale by CU_SLOT_REF / active CUs, never up (fitted)"),

@@ -104,3 +104,22 @@ def test_fewer_active_cus_keep_more_slots(devices):
     rec = {c: record([(65536, 0, 2)], ci_class=abi.CI_CLASS_LOW, active_cus=c) for c in (64, 16)}
     assert pick(devices, R9_NANO, rec[64]) == (2048, [2])
     assert pick(devices, R9_NANO, rec[16]) == (2048, [4])
+
+
+def test_quco_plus_rounds_to_the_nearest_integer_and_skips_the_cu_step(devices):
+    """quco+ (FLAG_QUCO_PLUS, not the paper's rule set): Elementwise on the R9 Nano (two
+    65,536-element fp16 queues, low CI, tile 2048): Little's ratio, memTime of a step 850 +
+    2048 x (4 x 0.125 + 8 / 64) = 2130 over procTime 18.857, / 16 = 7.06: the
+    paper's rules round to 8 and step x 32 / 64 CUs to 4; quco+ keeps 7 (2 x 7 x 4 KiB = 56 KiB
+    fits). Planted as a power of two: 8 (or 4 with the CU step)."""
+    queues = [(65536, 0, 2)] * 2
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [4, 4])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [7, 7])
+
+
+def test_quco_plus_caps_at_the_transfers_not_a_power_of_two(devices):
+    """quco+ keeps a ring of exactly the transfers a queue makes: 3 for a 5,000-element queue in
+    tiles of 2048 (2048 + 2048 + 904); the paper's rules take the power of two within, 2."""
+    queues = [(5000, 0, 2)] * 2
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2, 2])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3, 3])
