@@ -115,12 +115,13 @@ GST = Struct("gst", (
     Field("num_cus", "u32", "compute units on the GPU", 1, 1024),
     Field("simd_muls_per_cycle", "u32", "SIMD multiplies per cycle per CU", 1, 4096),
     Field("wavefront_pools", "u32", "wavefront pools (SIMDs) per CU", 1, 16),
-    # The latencies are times, in cycles of the LAT_REF_MHZ = 1000 reference (ns): a memory
-    # round trip does not shorten when the CUs clock faster (docs/algorithm.md, "latencies").
-    Field("lat_att_cycles", "u32", "ATT issue latency, ns (cycles of the 1 GHz reference)", 0, 10_000),
-    Field("lat_l1_cycles", "u32", "L1 round trip, ns (cycles of the 1 GHz reference; informational)", 0, 100_000),
-    Field("lat_l2_cycles", "u32", "L2 round trip, ns (cycles of the 1 GHz reference)", 0, 100_000),
-    Field("lat_dram_cycles", "u32", "DRAM round trip, ns (cycles of the 1 GHz reference)", 1, 100_000),
+    # The latencies are core cycles at core_clock_mhz (QuCo Table II: "cycles, CU round trip");
+    # a round trip is a time, so the planner scales them by clock / core_clock_mhz under DVFS
+    # (docs/algorithm.md, "latencies").
+    Field("lat_att_cycles", "u32", "ATT issue latency, core cycles at core_clock_mhz", 0, 10_000),
+    Field("lat_l1_cycles", "u32", "L1 round trip, core cycles at core_clock_mhz (informational)", 0, 100_000),
+    Field("lat_l2_cycles", "u32", "L2 round trip, core cycles at core_clock_mhz", 0, 100_000),
+    Field("lat_dram_cycles", "u32", "DRAM round trip, core cycles at core_clock_mhz", 1, 100_000),
     Field("dram_bw_mbps", "u32", "DRAM bandwidth, 10^6 bytes per second", 1, 100_000_000),
     Field("cache_line_bytes", "u32", "cache line, bytes", 16, 1024, pow2=True),
     Field("lds_bytes", "u32", "LDS per CU, bytes", 1024, 256 * 1024, multiple=256),
@@ -171,7 +172,8 @@ FLAG_NO_CI_SCALING = 1 << 0  # ablation: skip the CI tile and slot scaling
 FLAG_NO_LITTLE = 1 << 1      # ablation: start slots from max_slots, not Little's law
 FLAG_NO_CU_AWARE = 1 << 2    # ablation: skip the CU-aware slot reduction
 FLAG_NO_CACHE = 1 << 3       # always compute; do not use the configuration cache
-FLAGS_ALL = 0xF
+FLAG_QUCO_PLUS = 1 << 4      # the quco+ rule set (docs/algorithm.md): integer slots, no CU step; not the paper's
+FLAGS_ALL = 0x1F
 
 MAILBOX_LAYOUT = Struct("mailbox", (
     Field("doorbell", "u32", "host writes 1 to request a launch; firmware clears it"),
@@ -318,11 +320,11 @@ def gst_violation(raw: bytes) -> GstViolation | None:
 # ---------------------------------------------------------------- algorithm constants
 # Named, calibrated constants of the algorithm (docs/algorithm.md gives the reasons).
 CONSTANTS = {
-    "COST_A": (0.0175, "f", "weight of the bandwidth penalty COST_A/BW of the cost function (fitted)"),
+    "COST_A": (0.0, "f", "weight of the bandwidth penalty COST_A/BW of the cost function (unpublished; none survives leave-one-GPU-out)"),
     "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
     "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
     "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
-    "LAT_REF_MHZ": (1000, "i", "the GST's latencies are times: cycles of this clock (ns)"),
+    "LAT_REF_MHZ": (1000, "i", "performance model only (perfmodel/params.py, to be retired): the firmware reads the GST's latencies as core cycles at core_clock_mhz"),
     "MIN_BUFFERS": (2, "i", "double buffering: tiles a queue must hold, slots the CU step keeps"),
     "LITTLE_SCALE": (0.0625, "f", "Little's law: slots per unit of memTime / procTime (fitted)"),
     "CU_SLOT_REF": (32, "i", "CU step: slots scale by CU_SLOT_REF / active CUs, never up (fitted)"),

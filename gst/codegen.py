@@ -78,7 +78,7 @@ def header_text() -> str:
     out.append("")
     for name in ("GST_MAGIC", "GST_VERSION", "LAUNCH_MAGIC", "LDS_MAGIC", "LDS_ALIGN", "MAX_QUEUES",
                  "QUEUE_STREAMING", "QUEUE_STATIONARY", "FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
-                 "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE", "FLAGS_ALL", "LAUNCH_SIZE", "CI_CLASS_NUMBER",
+                 "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE", "FLAG_QUCO_PLUS", "FLAGS_ALL", "LAUNCH_SIZE", "CI_CLASS_NUMBER",
                  "CI_CLASS_LOW", "CI_CLASS_MEDIUM", "CI_CLASS_HIGH"):
         out.append(f"#define QUCO_{name} 0x{getattr(abi, name):x}u")
     out.append("")
@@ -186,7 +186,7 @@ def tables_doc_text() -> str:
     out += [f"| {int(st)} | `{st.name}` | {abi.STATUS_TEXT[st]} |" for st in abi.Status]
     out += ["", "## Flags", "", "| bit | name |", "|---|---|"]
     out += [f"| 0x{getattr(abi, n):x} | `{n}` |" for n in ("FLAG_NO_CI_SCALING", "FLAG_NO_LITTLE",
-                                                          "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE")]
+                                                          "FLAG_NO_CU_AWARE", "FLAG_NO_CACHE", "FLAG_QUCO_PLUS")]
     out += ["", "## CI classes (`launch_header.ci_class`)", "", "| value | name |", "|---|---|"]
     out += [f"| {getattr(abi, n)} | `{n}` |" for n in ("CI_CLASS_NUMBER", "CI_CLASS_LOW", "CI_CLASS_MEDIUM",
                                                       "CI_CLASS_HIGH")]

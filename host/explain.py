@@ -38,18 +38,19 @@ def _inputs(p: reference.Planner) -> Table:
     g = p.g
     t.add_row("clock", f"{p.clock} MHz", "launch record (0 = the GST's nominal clock)")
     t.add_row("cycles per byte, one CU's DRAM share", _f(p.cpb), f"clock x {g['num_cus']} CUs / {g['dram_bw_mbps']:,} MB/s")
-    t.add_row("latencyTotal", f"{_f(p.lat)} cycles", f"(ATT + L2 + DRAM) x clock / LAT_REF_MHZ "
-              f"{const('LAT_REF_MHZ')}: the latencies are times")
+    t.add_row("latencyTotal", f"{_f(p.lat)} cycles", f"(ATT + L2 + DRAM) x clock / {g['core_clock_mhz']} MHz: "
+              "core cycles at the GST's clock, a time under DVFS")
     t.add_row("1 / (SIMD muls x Wfs)", _f(p.inv_sched), "bestLatency = T x this (no Wfs cap)")
     t.add_row("overlap min(Wfs - 1, WfPools)", _f(p.overlap), "")
     t.add_row("cost constant", _f(p.cost_const), f"COST_A {const('COST_A')} / BW + COST_B {const('COST_B')} / CL")
     t.add_row("element size of the tile", f"{p.e_tile} B", "largest streaming element")
-    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: it must hold MIN_BUFFERS tiles")
+    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: at least MIN_BUFFERS transfers")
     t.add_row("bytes per element of a kernel step", f"{p.step_bytes} B", "one element of every streaming queue")
     t.add_row("CI class", CLASS_NAMES[p.ci_class], "given by the host" if p.ci_given else
               f"CI {_f(p.ci)} against CI_LOW {const('CI_LOW')} and CI_HIGH {const('CI_HIGH')}")
     t.add_row("active CUs", str(p.cus), f"CU step: slots x CU_SLOT_REF {const('CU_SLOT_REF')} / CUs, at least "
-              f"MIN_BUFFERS {const('MIN_BUFFERS')}" + (" (switched off)" if p.flags & abi.FLAG_NO_CU_AWARE else ""))
+              f"MIN_BUFFERS {const('MIN_BUFFERS')}" + (" (switched off)" if p.flags & abi.FLAG_NO_CU_AWARE else
+                                                       " (quco+: none)" if p.plus else ""))
     t.add_row("LDS for queue blocks", f"{p.avail:,} B", f"partition LDS - {p.meta} B metadata")
     return t
 
@@ -80,9 +81,9 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
         why = {abi.CI_CLASS_LOW: "low CI (< CI_LOW): doubled", abi.CI_CLASS_HIGH: "high CI (> CI_HIGH): halved",
                abi.CI_CLASS_MEDIUM: "medium CI: unchanged"}[ci["ci_class"]]
     t.add_row("CI step", str(ci["tile"]), why)
-    short = const("MIN_BUFFERS") * length["tile"] > length["length"]
+    short = (const("MIN_BUFFERS") - 1) * length["tile"] >= length["length"]
     t.add_row("length bound", str(length["tile"]),
-              f"the shortest queue ({length['length']:,} elements) must hold {const('MIN_BUFFERS')} tiles"
+              f"the shortest queue ({length['length']:,} elements) must take {const('MIN_BUFFERS')} transfers"
               + (" (halved)" if length["tile"] < length["tile_in"] else "")
               + ("; stopped at the GST's minimum tile" if short else ""))
     t.add_row("LDS bound", str(bound["tile"]),
@@ -93,7 +94,8 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
 
 def _slots(p: reference.Planner, steps: list[dict]) -> Table:
     t = Table(title="Algorithm 3: slots (Little's law per kernel)")
-    for col in ("queue", "kind", "memTime of a step", "procTime", "Little's ratio", "power of two", "CU step",
+    for col in ("queue", "kind", "memTime of a step", "procTime", "Little's ratio",
+                "nearest integer (quco+)" if p.plus else "power of two", "CU step",
                 "final"):
         t.add_column(col, justify="right")
     fit = next((s for s in steps if s["step"] == "fit"), None)
@@ -101,7 +103,7 @@ def _slots(p: reference.Planner, steps: list[dict]) -> Table:
     little = next((s for s in steps if s["step"] == "little"), None)
     for q, slots in (little["slots"].items() if little else ()):
         ratio = "off: max_slots" if p.flags & abi.FLAG_NO_LITTLE else _f(little["ratio"])
-        capped = "" if slots == little["stepped"] else f" (queue holds {slots})"
+        capped = "" if slots == little["stepped"] else f" (transfers of the queue: {slots})"
         t.add_row(str(q), "streaming", _f(little["mem"]), _f(little["proc"]), ratio, str(little["rounded"]),
                   str(little["stepped"]), (str(slots) + capped) if final is None else str(p.cap(little["tile"], q, final)))
     for s in (s for s in steps if s["step"] == "stationary"):

@@ -126,10 +126,10 @@ class Planner:
         # Reciprocals are taken once so the per-tile arithmetic only multiplies.
         # cpb: core cycles per byte of one CU's share of the DRAM bandwidth, at this clock
         self.cpb = f32(clock * g["num_cus"]) / f32(g["dram_bw_mbps"])
-        # The latencies are times: the GST counts them in cycles of LAT_REF_MHZ (ns), so in
-        # core cycles they scale with the current clock (integer arithmetic, exact).
+        # The GST's latencies are core cycles at its nominal clock (QuCo Table II: "cycles, CU
+        # round trip"); a round trip is a time, so at a DVFS clock they scale by clock / nominal.
         lat_sum = g["lat_att_cycles"] + g["lat_l2_cycles"] + g["lat_dram_cycles"]
-        self.lat = f32(lat_sum * clock // const("LAT_REF_MHZ"))
+        self.lat = f32(lat_sum * clock // g["core_clock_mhz"])
         self.inv_cl = f32(1.0) / f32(g["cache_line_bytes"])  # exact: a power of two
         wfs = h["consumer_wavefronts"]
         # QuCo Algorithm 2: bestLatency = T / (SIMDMulsPerCycle x Wfs), no cap on Wfs
@@ -139,10 +139,12 @@ class Planner:
         self.stream = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STREAMING]
         self.stat = [i for i, q in enumerate(self.q) if q.type == abi.QUEUE_STATIONARY]
         self.e_tile = max(self.q[i].elem_size for i in (self.stream or range(len(self.q))))
-        self.min_len = min(q.length for q in self.q)  # the length bound: every queue holds two tiles
+        self.min_len = min(q.length for q in self.q)  # the length bound: two transfers per queue
         # bytes one step of the kernel moves per tile element: every streaming queue's element
         self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
         self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
+        # quco+ (not the paper's; docs/algorithm.md): slots rounded to the nearest integer, no CU step
+        self.plus = bool(self.flags & abi.FLAG_QUCO_PLUS)
         self.max_pow2 = floor_pow2(g["max_slots"])
 
     def note(self, step: str, **values) -> None:
@@ -192,20 +194,18 @@ class Planner:
             elif self.ci_class == abi.CI_CLASS_HIGH and t > g["min_tile_elems"]:
                 t //= 2
         self.note("ci", best=best, ci=self.ci, ci_class=self.ci_class, tile=t)
-        # length bound: every queue holds MIN_BUFFERS tiles, so one loads while one is used
+        # length bound: every queue is streamed in at least MIN_BUFFERS transfers (the last may be
+        # partial), so one loads while one is used: ceil(len / t) >= MIN_BUFFERS
         scaled = t
-        while t > g["min_tile_elems"] and const("MIN_BUFFERS") * t > self.min_len:
+        while t > g["min_tile_elems"] and (const("MIN_BUFFERS") - 1) * t >= self.min_len:
             t //= 2
         self.note("length", tile_in=scaled, tile=t, length=self.min_len)
         # LDS bound: the tile halves until the slots Little's law asks for fit, counting no more
         # slots than the barrier limit can give (a smaller tile would not buy them)
-        top = self.max_pow2
-        while top > 1 and self.barriers_needed({i: top for i in self.stream}) > g["barrier_limit"]:
-            top //= 2
         scaled = t
-        while t > g["min_tile_elems"] and self.bytes_needed(t, self.bound_slots(t, top)) > self.avail:
+        while t > g["min_tile_elems"] and self.bytes_needed(t, self.bound_slots(t)) > self.avail:
             t //= 2
-        want = self.bound_slots(t, top)
+        want = self.bound_slots(t)
         self.note("bound", tile_in=scaled, tile=t, slots=max(want.values(), default=0), avail=self.avail,
                   bytes=self.bytes_needed(t, want))
         return t
@@ -224,10 +224,13 @@ class Planner:
 
     # -- Algorithm 3
     def round_pow2(self, r) -> int:
-        """roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots."""
+        """roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots
+        (quco+: the nearest integer, ties up)."""
         if not r >= f32(1.0):
             return 1
         n = self.g["max_slots"] if r >= f32(self.g["max_slots"]) else int(r)
+        if self.plus:
+            return n + 1 if n < self.g["max_slots"] and r - f32(n) >= f32(0.5) else n
         p = floor_pow2(n)
         if p < self.max_pow2 and r >= f32(1.5) * f32(p):
             p *= 2
@@ -236,7 +239,7 @@ class Planner:
     def cu_step(self, n: int) -> int:
         """roundBasedOnCUs: n x CU_SLOT_REF / active CUs, to the nearest power of two; never
         more than n, and never below double buffering (MIN_BUFFERS) unless n already is."""
-        if not self.cu_aware:
+        if not self.cu_aware or self.plus:
             return n
         # in integers: the largest power of two s <= n with s <= 4r/3, r = n x REF / CUs (r
         # rounds to s or above), but not below MIN_BUFFERS
@@ -246,8 +249,10 @@ class Planner:
         return s
 
     def cap(self, t: int, i: int, n: int) -> int:
-        """A queue holding length / t tiles never fills more slots than that."""
-        return min(n, floor_pow2(max(self.q[i].length // t, 1)))
+        """A queue streamed in ceil(length / t) transfers never fills more slots than that (the
+        largest power of two within, quco+: that count)."""
+        n = min(n, (self.q[i].length - 1) // t + 1)
+        return n if self.plus else floor_pow2(n)
 
     def little(self, t: int):
         """Little's law per kernel: tiles in flight = the memTime of one step of the kernel
@@ -256,8 +261,12 @@ class Planner:
             return f32(self.g["max_slots"])
         return self.mem_time(t, self.step_bytes) * (f32(1.0) / self.proc_time(t)) * f32(const("LITTLE_SCALE"))
 
-    def bound_slots(self, t: int, top: int) -> dict:
-        return {i: min(n, top) for i, n in self.little_slots(t).items()}
+    def bound_slots(self, t: int) -> dict:
+        """Little's slots at t, halved while the barrier limit cannot give them."""
+        n = self.cu_step(self.round_pow2(self.little(t)))
+        while n > 1 and self.barriers_needed({i: n for i in self.stream}) > self.g["barrier_limit"]:
+            n //= 2
+        return {i: n for i in self.stream}
 
     def little_slots(self, t: int) -> dict:
         n = self.cu_step(self.round_pow2(self.little(t)))

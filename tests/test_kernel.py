@@ -146,7 +146,7 @@ def test_partition_and_ablation_reach_the_header():
     assert h["flags"] == abi.FLAG_NO_CI_SCALING | abi.FLAG_NO_CU_AWARE | abi.FLAG_NO_CACHE
     assert (h["core_clock_mhz"], h["active_cus"], h["lds_bytes"], h["consumer_wavefronts"]) == (1200, 60, 32768, 64)
     all_off = parse_kernel(minimal(ablation={k: False for k in ("ci_scaling", "littles_law", "cu_aware", "cache")}))
-    assert all_off.flags == abi.FLAGS_ALL
+    assert all_off.flags == abi.FLAGS_ALL & ~abi.FLAG_QUCO_PLUS  # the ablations: every flag but the rule set
 
 
 # ---------------------------------------------------------------- bad inputs

@@ -36,14 +36,14 @@ typedef struct {
     uint8_t stationary; /* 1: QUCO_QUEUE_STATIONARY, 0: streaming */
     uint8_t elem_size;  /* bytes: 1, 2, 4 or 8 */
     uint8_t elem_log2;  /* log2(elem_size) */
-    uint32_t length;    /* elements: the queue holds length >> k tiles of 2^k */
+    uint32_t length;    /* elements: streamed in ceil(length / 2^k) transfers of 2^k */
 } group_t;
 typedef struct {
     uint32_t n_groups;
     uint32_t n_stationary;   /* stationary queues (not groups) */
     uint32_t n_streaming;    /* streaming queues */
     uint32_t tile_elem_size; /* the element size the tile is chosen for */
-    uint32_t min_len;        /* the shortest queue: the length bound */
+    uint32_t min_len;        /* the shortest queue: the length bound (two transfers) */
     uint32_t step_bytes;     /* bytes of one element of every streaming queue (Little's law) */
     group_t g[QUCO_MAX_QUEUES];
 } groups_t;

@@ -44,6 +44,8 @@ static uint32_t floor_pow2(uint32_t v)
 static float inv_cache_line;                 /* 1 / cache_line_bytes, exact (a power of two) */
 static uint32_t min_tile_log2, max_tile_log2;
 static uint32_t max_pow2_slots;              /* the largest power of two within max_slots */
+static uint32_t plus_rules;                  /* this launch uses quco+ (FLAG_QUCO_PLUS): integer
+                                                slots, no CU step (not the paper's rules) */
 
 /* At the GST's nominal clock the merit scan depends only on Wfs (1..64) and the tile's
  * element size, so boot tabulates it; launches at another (DVFS) clock scan live. */
@@ -52,15 +54,20 @@ static uint8_t merit_table[WFS_CLASSES][4]; /* [Wfs - 1][log2 elem_size] -> log2
 
 /* The per-launch rates Algorithm 2 needs at a clock and for Wfs consumer wavefronts:
  * cycles per byte of one CU's DRAM share, latencyTotal, and bestLatency = T /
- * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. The latencies are times: the GST
- * counts them in cycles of LAT_REF_MHZ (ns), so in core cycles they follow the clock. Computed afresh at every launch (an FDIV and a DIV) rather than kept for the
- * nominal clock: the code is shared with boot and the ROM is the scarcer budget. */
+ * (SIMDMulsPerCycle x Wfs), QuCo's form, no cap on Wfs. The GST's latencies are core cycles
+ * at its nominal clock (QuCo Table II: "cycles, CU round trip"); a round trip is a time, so
+ * at a DVFS clock they scale by clock / nominal. Computed afresh at every launch (an FDIV and
+ * a DIV) rather than kept for the nominal clock: the code is shared with boot and the ROM is
+ * the scarcer budget. */
 static void set_rates(planner_t *p, uint32_t clock, uint32_t wfs)
 {
     const quco_gst_t *g = GST;
     float cpb = (float)(clock * g->num_cus) / (float)g->dram_bw_mbps;
     p->cpb = cpb;
-    p->lat = (float)((g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles) * clock / QUCO_LAT_REF_MHZ);
+    uint32_t lat = g->lat_att_cycles + g->lat_l2_cycles + g->lat_dram_cycles;
+    if (clock != g->core_clock_mhz) /* at the nominal clock x clock / nominal is exact: skip the DIV */
+        lat = lat * clock / g->core_clock_mhz;
+    p->lat = (float)lat;
     p->wfs = wfs;
     p->inv_sched = 1.0f / (float)(g->simd_muls_per_cycle * wfs); /* one rounding: the product is exact */
     p->overlap = (float)min_u(wfs - 1u, g->wavefront_pools);
@@ -164,8 +171,8 @@ static uint32_t merit_scan(const planner_t *p, uint32_t elem_size)
 static uint32_t round_pow2(float r);
 static uint32_t little_slots(const planner_t *p, uint32_t tile_log2);
 
-/* Algorithm 1 in full: merit scan, CI scaling, then the length bound (every queue holds
- * MIN_BUFFERS tiles) and the LDS bound (the slots Little's law asks for fit). Returns log2
+/* Algorithm 1 in full: merit scan, CI scaling, then the length bound (every queue is
+ * streamed in at least MIN_BUFFERS transfers, the last one possibly partial) and the LDS bound (the slots Little's law asks for fit). Returns log2
  * of the tile. */
 static uint32_t choose_tile(planner_t *p)
 {
@@ -182,7 +189,7 @@ static uint32_t choose_tile(planner_t *p)
         uint32_t n = p->little_n = little_slots(p, k);
         if (k == min_tile_log2)
             break;
-        if ((QUCO_MIN_BUFFERS << k) <= gr->min_len) {
+        if (((QUCO_MIN_BUFFERS - 1u) << k) < gr->min_len) { /* ceil(len / tile) >= MIN_BUFFERS */
             /* no more slots than the barrier limit gives: a smaller tile would not buy them */
             while (n > 1u && QUCO_BARRIERS_PER_SLOT * (n * gr->n_streaming + gr->n_stationary) > GST->barrier_limit)
                 n >>= 1;
@@ -195,13 +202,17 @@ static uint32_t choose_tile(planner_t *p)
     return k;
 }
 
-/* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots */
+/* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots (quco+:
+ * the nearest integer) */
 static uint32_t round_pow2(float r)
 {
     float max = (float)GST->max_slots;
     if (!(r >= 1.0f))
         return 1u;
-    uint32_t q = floor_pow2((uint32_t)(r < max ? r : max));
+    uint32_t q = (uint32_t)(r < max ? r : max);
+    if (plus_rules) /* quco+: the nearest integer, ties up */
+        return q < GST->max_slots && r - (float)q >= 0.5f ? q + 1u : q;
+    q = floor_pow2(q);
     if (q < max_pow2_slots && r >= 1.5f * (float)q)
         q <<= 1;
     return q;
@@ -211,7 +222,7 @@ static uint32_t round_pow2(float r)
  * more than before, never below double buffering unless already there */
 __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n)
 {
-    if (p->flags & QUCO_FLAG_NO_CU_AWARE)
+    if ((p->flags & QUCO_FLAG_NO_CU_AWARE) || plus_rules)
         return n;
     /* n is a power of two: the largest power of two s <= n within a factor 4/3 above
      * r = n x REF / CUs (s <= 4r/3: r rounds to s or more), in integers */
@@ -221,12 +232,14 @@ __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n
     return s;
 }
 
-/* a queue holds length >> k tiles of 2^k: no more slots than that (n is a power of two) */
+/* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (the
+ * largest power of two within; quco+: that count). length >= 1, so no overflow. */
 static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
 {
-    while (n > 1u && (n << tile_log2) > g->length)
-        n >>= 1;
-    return n;
+    uint32_t transfers = ((g->length - 1u) >> tile_log2) + 1u;
+    if (n > transfers)
+        n = transfers;
+    return plus_rules ? n : floor_pow2(n);
 }
 
 /* Little's law per kernel: memTime of one step (a tile of every streaming queue) over the
@@ -307,6 +320,7 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     planner_t p;
     p.groups = groups;
     p.flags = h->flags;
+    plus_rules = h->flags & QUCO_FLAG_QUCO_PLUS;
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
     uint32_t cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;

@@ -1,0 +1,125 @@
+"""One test per argued rule of docs/algorithm.md (issue #30), each on the firmware (fuzz.compare
+holds it to the reference model bit for bit) and each on a case where the rule planted wrong
+gives another pick. The expected values are worked by hand in the docstrings."""
+import numpy as np
+import pytest
+
+from quco.gst import abi, tables
+from quco.host import fuzz, reference
+from quco.host.device import pack_record
+
+R9_NANO = "r9-nano"
+
+
+def record(queues, ci_class=abi.CI_CLASS_MEDIUM, wfs=7, **hdr):
+    header = dict(magic=abi.LAUNCH_MAGIC, compute_intensity=0.0, ci_class=ci_class, consumer_wavefronts=wfs, **hdr)
+    return pack_record(header, [dict(length=n, type=t, elem_size=e) for n, t, e in queues])
+
+
+def pick(devices, gst, rec):
+    res = fuzz.compare(devices(gst), rec)
+    assert res.ok, res.message
+    return res.tile, [q.slots for q in res.queues]
+
+
+def small_gst(**changes) -> bytes:
+    """A small GPU: 4 CUs at 1 GHz, 16 KiB LDS, the R9 Nano's latencies (850 cycles in all) and a
+    CU's share of 32 GB/s = 8 B per cycle, as on the R9 Nano (cpb = 1000 x 4 / 32000 = 0.125)."""
+    g = tables.unpack(tables.load(R9_NANO))
+    g.update(num_cus=4, dram_bw_mbps=32_000, lds_bytes=16384)
+    g.update(changes)
+    return tables.pack(g)
+
+
+def test_the_scan_on_a_small_gst_by_hand(devices):
+    """Algorithm 2 with cpb = 0.125, lat = 850, E = 2, Wfs = 7 (sched 448, overlap 4), cost =
+    lat / T (COST_A = COST_B = 0): weighted = procTime x (850 / T) / (850 + 0.3125 T).
+    T = 512: proc 1.714, weighted 1.714 x 1.660 / 1010 = 0.002818; 1024: proc 7.43, 7.43 x 0.830
+    / 1170 = 0.005273; 2048: proc 18.86, 18.86 x 0.415 / 1490 = 0.005253. Peak 1024 (by 0.4%);
+    medium CI keeps it; the 8,192-element queue allows it; Little: memTime of the step (2 queues,
+    4 B) 850 + 1024 x 0.625 = 1490, / 7.43 / 16 = 12.5 -> 8 -> x 32 / 4 CUs (no cut) -> 8; 2 x 8
+    x 2 KiB = 32 KiB > 16 KiB - 128 B: the LDS bound halves to 512 (Little 16.1 -> 8, 16 KiB,
+    still too much) and 256 (Little 2130 / 0.571 / 16 = 233 -> 8: 2 x 8 x 512 B = 8 KiB fits)."""
+    assert pick(devices, small_gst(), record([(8192, 0, 2)] * 2)) == (256, [8, 8])
+    # one queue: 8 x 2 KiB = 16 KiB at 1024 is 16,384 > 16,256 available: 512, 8 x 1 KiB fits
+    assert pick(devices, small_gst(), record([(8192, 0, 2)])) == (512, [8])
+
+
+def test_latencies_are_core_cycles_at_the_gst_clock(devices):
+    """Table II: "latency L1 / L2 / DRAM (cycles, CU round trip)". The same small GPU at a
+    2 GHz nominal clock with the same cycle counts and the same bytes per cycle (64 GB/s) scans
+    the same merit: peak 1024 as above, so a single queue gets 512 / 8. Read as ns (the rule
+    planted wrong) the 850 would be 1,700 cycles and the peak 2048."""
+    gst = small_gst(core_clock_mhz=2000, dram_bw_mbps=64_000)
+    assert pick(devices, gst, record([(8192, 0, 2)])) == pick(devices, small_gst(), record([(8192, 0, 2)]))
+    # at a DVFS clock of 1 GHz the round trip (a time) is half as many cycles, 425, and the
+    # bytes per cycle double (cpb 0.0625); the firmware agrees with the model there too
+    rec = record([(8192, 0, 2)], core_clock_mhz=1000)
+    p = reference.planner(gst, rec)
+    assert p.lat == np.float32(425) and p.cpb == np.float32(0.0625)
+    pick(devices, gst, rec)
+
+
+@pytest.mark.parametrize("length,tile", [(1024, 512), (1025, 1024), (1152, 1024), (2048, 1024), (384, 256),
+                                         (257, 256), (256, 128), (65, 64), (64, 64)])
+def test_a_queue_is_streamed_in_two_transfers_or_more(devices, length, tile):
+    """The length bound: ceil(length / tile) >= 2, so one transfer loads while one is used
+    (QuCo Table III, MI100: MM+Reduction, K = 1,024, gets 512 where its merit gives 1024; Fig. 9:
+    Conv1d-2's 1024 for K = 1,152 rules out two *whole* tiles). Low CI doubles the R9 Nano's
+    peak 1024 to 2048; one queue, so Little's slots fit the LDS at every tile here. Planted as
+    "two whole tiles", 1025, 1152 and 384 would give 512, 512 and 128; planted as "tile at most
+    the length", 1024 and 256 would give 1024 and 256. Never below the GST's minimum, 64."""
+    assert pick(devices, R9_NANO, record([(length, 0, 2)], ci_class=abi.CI_CLASS_LOW))[0] == tile
+
+
+@pytest.mark.parametrize("length,slots", [(1152, 2), (2048, 2), (2049, 2), (3072, 2), (3073, 4), (1024, 1)])
+def test_slots_are_capped_by_the_transfers_a_queue_makes(devices, length, slots):
+    """A ring slot beyond ceil(length / tile) transfers is never filled. R9 Nano, one queue,
+    low CI, tile forced to 1024 by max_tile_elems = 1024 (the scan's best 1024; low CI cannot
+    double past the maximum): Little's 8 x 32 / 64 CUs = 4 slots, capped to the largest power of
+    two within ceil(length / 1024). 1,152 = two transfers (planted as whole tiles: 1). A queue of
+    1,024 is one transfer: the length bound halves the tile to 512 and the slots are 2."""
+    g = tables.unpack(tables.load(R9_NANO))
+    g["max_tile_elems"] = 1024
+    tile, got = pick(devices, tables.pack(g), record([(length, 0, 2)], ci_class=abi.CI_CLASS_LOW))
+    assert (tile, got[0]) == ((512, 2) if length == 1024 else (1024, slots))
+
+
+def test_the_lds_bound_keeps_littles_slots_and_the_cu_step(devices):
+    """R9 Nano Matrix-Vector shape (8 + 1 queues of K = 2,048, low CI): 2048 -> 1024 (two
+    transfers); Little 8 x 32 / 64 = 4 slots of 1024: 8 x 4 x 2 KiB = 64 KiB does not fit -> 512
+    / 4 (QuCo's Table III pick; planted as room for 2 slots, 1024 / 2). With the CU step off
+    Little's 8 are counted only as far as the 128 barriers give (8 x 8 + 1 slots need 130): 4,
+    so the pick is the same."""
+    queues = [(2048, 0, 2)] * 8 + [(2048, 1, 2)]
+    on = pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW))
+    assert on[0] == 512 and on[1][:8] == [4] * 8
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_NO_CU_AWARE)) == on
+
+
+def test_fewer_active_cus_keep_more_slots(devices):
+    """The CU step: "reduces the number of tiles when more CUs are active". ElementwiseK shape on
+    the R9 Nano (one 65,536-element queue, low CI, 2048): Little 4 -> x 32 / 64 = 2; on 16 CUs
+    x 32 / 16: kept, 4."""
+    rec = {c: record([(65536, 0, 2)], ci_class=abi.CI_CLASS_LOW, active_cus=c) for c in (64, 16)}
+    assert pick(devices, R9_NANO, rec[64]) == (2048, [2])
+    assert pick(devices, R9_NANO, rec[16]) == (2048, [4])
+
+
+def test_quco_plus_rounds_to_the_nearest_integer_and_skips_the_cu_step(devices):
+    """quco+ (FLAG_QUCO_PLUS, not the paper's rule set): Elementwise on the R9 Nano (two
+    65,536-element fp16 queues, low CI, tile 2048): Little's ratio, memTime of a step 850 +
+    2048 x (4 x 0.125 + 8 / 64) = 2130 over procTime 18.857, / 16 = 7.06: the
+    paper's rules round to 8 and step x 32 / 64 CUs to 4; quco+ keeps 7 (2 x 7 x 4 KiB = 56 KiB
+    fits). Planted as a power of two: 8 (or 4 with the CU step)."""
+    queues = [(65536, 0, 2)] * 2
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [4, 4])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [7, 7])
+
+
+def test_quco_plus_caps_at_the_transfers_not_a_power_of_two(devices):
+    """quco+ keeps a ring of exactly the transfers a queue makes: 3 for a 5,000-element queue in
+    tiles of 2048 (2048 + 2048 + 904); the paper's rules take the power of two within, 2."""
+    queues = [(5000, 0, 2)] * 2
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2, 2])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3, 3])
