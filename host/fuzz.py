@@ -125,13 +125,20 @@ def gst(rng: random.Random) -> bytes:
     if r < 0.03:
         return rng.randbytes(abi.GST.size)
     fields = valid_gst(rng)
-    if r < 0.25:
-        f = rng.choice(abi.GST_CHECKED)
-        if f.at_least and rng.random() < 0.3:
-            fields[f.name] = fields[f.at_least] // 2  # below the field it must reach
+    if r < 0.04:  # the header words the checksum does not guard first
+        name = rng.choice(["version", "size"])
+        fields[name] = rng.choice([0, 1, 2, abi.GST.size - 1, abi.GST.size + 1, 0xFFFF]) if name == "size" \
+            else rng.choice([0, abi.GST_VERSION + 1, 0xFFFF])
+    elif r < 0.10:  # a shape rule broken inside the range
+        f = rng.choice(abi.GST_SHAPED)
+        if f.at_least and rng.random() < 0.5:
+            fields[f.at_least], fields[f.name] = max(fields[f.at_least], 2 * int(f.lo)), int(f.lo)
         else:
-            inside, outside = edges(f)
-            fields[f.name] = rng.choice(outside + inside + [rng.choice(U32_EDGES)]) & 0xFFFFFFFF
+            fields[f.name] = rng.choice([v for v in edges(f)[1] if f.lo <= v <= f.hi])
+    elif r < 0.25:
+        f = rng.choice(abi.GST_CHECKED)
+        inside, outside = edges(f)
+        fields[f.name] = rng.choice(outside + inside + [rng.choice(U32_EDGES)]) & 0xFFFFFFFF
     raw = bytearray(tables.pack(fields))
     if 0.25 <= r < 0.30:  # corrupt a byte after the checksum was computed
         raw[rng.randrange(abi.GST.size)] ^= 1 << rng.randrange(8)
@@ -398,7 +405,11 @@ def shaped(rng: random.Random, gst_raw: bytes, shape: str | None = None, steer_p
 
 # ---------------------------------------------------------------- the check
 class Disagreement(AssertionError):
-    pass
+    """Firmware and model differ; `result` is the firmware's LaunchResult."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result
 
 
 def compare(dev, record: bytes):
@@ -413,16 +424,16 @@ def compare(dev, record: bytes):
     where = f"gst={dev.gst.hex()} record={record.hex()}"
     if (fw.status, fw.detail) != (model.status, model.detail):
         raise Disagreement(f"status firmware {fw.status.name}/{fw.detail} != model "
-                           f"{model.status.name}/{model.detail}: {where}")
+                           f"{model.status.name}/{model.detail}: {where}", fw)
     if fw.ok:
         if fw.lds != model.lds:
             raise Disagreement(f"LDS bytes differ (slots firmware {[q.slots for q in fw.queues]}, model "
-                               f"{model.slots}): {where}")
+                               f"{model.slots}): {where}", fw)
         after = dev.lds_window()
         n = len(model.lds)
         if after[n:] != before[n:]:
-            raise Disagreement(f"firmware wrote past its configuration: {where}")
+            raise Disagreement(f"firmware wrote past its configuration: {where}", fw)
     else:
         if dev.lds_window() != before or fw.generation != gen_before:
-            raise Disagreement(f"failed launch changed the LDS or the generation: {where}")
+            raise Disagreement(f"failed launch changed the LDS or the generation: {where}", fw)
     return fw
