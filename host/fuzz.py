@@ -227,12 +227,12 @@ def valid_record(rng: random.Random, g: dict, shape: str | None = None,
     queues of one of SHAPES (cut to the GST's queue count, at least one)."""
     header = _draw_header(rng, g, edge_p)
     queues = SHAPES[shape or rng.choice(sorted(SHAPES))](rng)
-    n_max = record_bounds(g)["num_queues"][1]
+    n_max = max(1, record_bounds(g)["num_queues"][1])  # a raw GST's max_queues may be 0
     if rng.random() < edge_p / 2:  # the most queues the GST takes: one run of identical ones
         queues = [_queue(rng, rng.randint(0, 1))] * n_max
     if rng.random() < 0.3:  # the stationary share of a mixed launch in another order
         rng.shuffle(queues)
-    return header, queues[:max(1, n_max)]
+    return header, queues[:n_max]
 
 
 def near_valid(rng: random.Random, g: dict, header: dict, queues: list[dict]) -> bytes:

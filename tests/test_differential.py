@@ -96,6 +96,15 @@ def test_the_edges_come_from_the_abi():
     assert fuzz.ratio_thresholds({"max_slots": 8}) == [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
 
 
+def test_records_drawn_for_a_raw_gst_have_a_queue():
+    """A raw GST's fields may say 0 queues, CUs and LDS bytes: the record still has one queue
+    (the unit answers it with the GST's boot status), so steering has one to move."""
+    rng = random.Random(0)
+    for shape in list(fuzz.SHAPES) * 10:
+        _, queues = fuzz.valid_record(rng, {"max_queues": 0, "num_cus": 0, "lds_bytes": 0}, shape, edge_p=1.0)
+        assert len(queues) == 1
+
+
 @slow(60)
 @given(st.binary(min_size=abi.LAUNCH_SIZE, max_size=abi.LAUNCH_SIZE))
 def test_raw_record_bytes(devices, raw):
