@@ -9,6 +9,13 @@ to the model by quco.host.fuzz.compare: same status and detail, same LDS bytes, 
 changed by a failed launch. Prints cases run, statuses seen, disagreements (expected 0),
 faults (expected 0), the most instructions one launch took and the stack high-water mark.
 
+Half the records are fuzz.shaped launches: the queue shapes the algorithm branches on,
+moved to a decision boundary of the model (Little's rounding points and others) a third of
+the time. Then the same GSTs and records go through the firmware's C built for the host with
+gcov (bench/fuzz_coverage.py): its answers must equal the emulator's, byte for byte, and it
+prints the branches of firmware/src/*.c the campaign reached and lists each one it did not
+(--no-coverage skips it; expected: none but the documented ones of docs/testing.md).
+
 Then `--file-cases` mutated kernel.json, GST (.toml and .gst) and timing-profile files (byte
 and structure mutations, quco.cli.fuzz_files) go through `quco-emu` in-process: each must
 end with a documented exit code, no traceback, no hang (--timeout) and no control
@@ -22,11 +29,13 @@ import random
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+import fuzz_coverage
 from quco.emulator.faults import Fault
 from quco.gst import abi, tables
 from quco.cli import fuzz_files
@@ -41,10 +50,12 @@ def main(argv=None) -> int:
     ap.add_argument("--records-per-gst", type=int, default=50)
     ap.add_argument("--file-cases", type=int, default=3000, help="mutated input files through the CLI")
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds one CLI run may take")
+    ap.add_argument("--shaped", type=float, default=0.5, help="share of records drawn by fuzz.shaped")
+    ap.add_argument("--no-coverage", action="store_true", help="skip the host build's branch coverage")
     args = ap.parse_args(argv)
     con, rng, elf = Console(width=None if sys.stdout.isatty() else 110), random.Random(args.seed), firmware_path()
     statuses, boots = collections.Counter(), collections.Counter()
-    disagreements, faults, cases, max_instr, max_stack = [], [], 0, 0, 0
+    disagreements, faults, cases, max_instr, max_stack, batches = [], [], 0, 0, 0, []
     t0 = time.perf_counter()
     with Progress(console=con, transient=True) as progress:
         task = progress.add_task("fuzzing", total=args.cases)
@@ -53,8 +64,13 @@ def main(argv=None) -> int:
             dev = Device(raw, elf)
             boots[dev.boot_status.name] += 1
             g = tables.unpack(raw)
+            batch = fuzz_coverage.Batch(raw, boot=(int(dev.boot_status), dev.boot_detail))
+            batches.append(batch)
             for _ in range(min(args.records_per_gst, args.cases - cases)):
-                record = fuzz.record(rng, g)
+                if batch.records and rng.random() < 0.1:  # a relaunch: the cache, the configuration in the LDS
+                    record = rng.choice(batch.records[-6:])
+                else:
+                    record = fuzz.shaped(rng, raw, steer_p=0.33) if rng.random() < args.shaped else fuzz.record(rng, g)
                 cases += 1
                 try:
                     res = fuzz.compare(dev, record)
@@ -62,9 +78,16 @@ def main(argv=None) -> int:
                     max_instr = max(max_instr, res.instructions)
                 except fuzz.Disagreement as e:
                     disagreements.append(str(e))
+                    res = e.result
                 except Fault as e:
                     faults.append(f"{e} gst={raw.hex()} record={record.hex()}")
-                    dev.reset()
+                    dev.reset()  # a fresh unit: so is the host build's next batch
+                    batch = fuzz_coverage.Batch(raw, boot=(int(dev.boot_status), dev.boot_detail))
+                    batches.append(batch)
+                    continue
+                batch.records.append(record)
+                batch.answers.append((int(res.status), res.detail, res.generation, int(res.cache_hit),
+                                      res.lds if res.ok else b""))
             max_stack = max(max_stack, dev.stack_high_water())
             progress.update(task, completed=cases)
     seconds = time.perf_counter() - t0
@@ -80,7 +103,45 @@ def main(argv=None) -> int:
               f"{abi.STACK_RESERVE} reserved")
     for line in (disagreements + faults)[:5]:
         con.print(line, markup=False, highlight=False)
-    return max(1 if disagreements or faults else 0, files(con, args))
+    covered = 0 if args.no_coverage else coverage(con, batches)
+    return max(1 if disagreements or faults else 0, covered, files(con, args))
+
+
+def coverage(con, batches) -> int:
+    """The campaign's inputs through the host build with gcov: 1 if it disagrees with the
+    emulator or a branch nobody documented as unreachable was not reached."""
+    if not fuzz_coverage.available():
+        con.print("coverage: skipped (gcc or gcov missing)")
+        return 0
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        exe = fuzz_coverage.build(Path(folder))
+        host = fuzz_coverage.run(exe, batches)
+        bad = fuzz_coverage.mismatches(batches, host)
+        found = fuzz_coverage.branches(Path(folder))
+    launches = sum(len(b.records) for b in batches)
+    t = Table(title=f"branches of firmware/src/*.c reached (gcov, host build, {launches:,} launches, "
+                    f"{time.perf_counter() - t0:.0f} s)")
+    for col in ("file", "branches", "reached", "unreachable (documented)", "not reached"):
+        t.add_column(col, justify="left" if col == "file" else "right")
+    known = fuzz_coverage.UNREACHABLE
+    missed = [b for b in found if b.count == 0 and b.key not in known]
+    stale = [k for k in known if not any(b.key == k and b.count == 0 for b in found)]
+    for name in sorted({b.file for b in found}):
+        mine = [b for b in found if b.file == name]
+        t.add_row(name, str(len(mine)), str(sum(b.count > 0 for b in mine)),
+                  str(sum(b.count == 0 and b.key in known for b in mine)), str(sum(b in missed for b in mine)))
+    con.print(t)
+    con.print(f"host build vs emulator: {launches - len(bad):,} of {launches:,} launches and "
+              f"{len(batches):,} boots byte for byte the same; mismatches {len(bad)}")
+    for line in bad[:5]:
+        con.print(line, markup=False, highlight=False)
+    for b in missed:
+        con.print(f"not reached: {b.file}:{b.line} branch {b.index + 1} of {b.of}: {b.text.strip()}",
+                  markup=False, highlight=False)
+    for k in stale:
+        con.print(f"documented as unreachable but reached or gone: {k}", markup=False, highlight=False)
+    return 1 if bad or missed or stale else 0
 
 
 def files(con, args) -> int:

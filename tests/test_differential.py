@@ -1,6 +1,7 @@
 """Firmware against the reference model, bit for bit: presets x examples, then random
 valid, near-valid and raw inputs (hypothesis drives the seeded generators of quco.host.fuzz)."""
 import dataclasses
+import math
 import random
 
 import pytest
@@ -11,6 +12,7 @@ from conftest import ALL_EXAMPLE_KERNELS, EXAMPLE_KERNELS
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
+from quco.host.device import pack_record
 from quco.host.kernel import load_kernel
 
 EXAMPLES = EXAMPLE_KERNELS
@@ -46,6 +48,61 @@ def test_random_gsts_and_records(devices, rng):
 @given(st.randoms(use_true_random=False))
 def test_random_records_on_r9_nano(devices, rng):
     fuzz.compare(devices("r9-nano"), fuzz.record(rng, tables.unpack(tables.load("r9-nano"))))
+
+
+@slow(40)
+@given(st.randoms(use_true_random=False))
+def test_kernel_shapes_at_littles_rounding_points(devices, rng):
+    """Each shape the algorithm branches on (fuzz.SHAPES: identical runs of each type, one
+    stationary queue and several, all stationary) on a preset or an edge-drawn GST, at the two
+    launches one clock or one wavefront apart where Little's ratio crosses a power of two or
+    1.5 times one (issue #34: a stationary queue joining its run and counted in the step's
+    bytes moves the ratio; only launches next to such a point show it)."""
+    raw = tables.load(rng.choice(tables.preset_names())) if rng.random() < 0.5 else tables.pack(fuzz.valid_gst(rng))
+    dev, g = devices(raw), tables.unpack(raw)
+    for shape in sorted(fuzz.SHAPES):
+        header, queues = fuzz.valid_record(rng, g, shape, edge_p=0.1)
+        pair = fuzz.ratio_boundary(rng, raw, header, queues)
+        for h in pair or [header]:
+            fuzz.compare(dev, pack_record(h, queues))
+
+
+@slow(100)
+@given(st.randoms(use_true_random=False))
+def test_record_fields_at_their_edges(devices, rng):
+    """Every bounded header field at an edge of its range (gst/abi.py's, narrowed by the
+    GST where the firmware holds it to the GST): the firmware accepts and refuses what the
+    model does (issue #34: a clock at the ABI's maximum refused by the firmware alone)."""
+    raw = tables.load(rng.choice(tables.preset_names()))
+    g = tables.unpack(raw)
+    header, queues = fuzz.valid_record(rng, g, edge_p=1.0)
+    fuzz.compare(devices(raw), pack_record(header, queues))
+    fuzz.compare(devices(raw), fuzz.near_valid(rng, g, header, queues))
+
+
+def test_the_edges_come_from_the_abi():
+    """The generators' edges are the declared bounds and their neighbours, shape rules too."""
+    f = abi.GST.field
+    assert fuzz.edges(f("cache_line_bytes")) == ([16, 32, 512, 1024], [15, 17, 1023, 1025, 2048, 0xFFFFFFFF])
+    assert fuzz.edges(f("lds_bytes"))[0] == [1024, 1280, 256 * 1024 - 256, 256 * 1024]
+    assert 1025 in fuzz.edges(f("lds_bytes"))[1]  # not a multiple of 256
+    h = abi.LAUNCH_HEADER.field
+    assert fuzz.edges(h("core_clock_mhz")) == ([0, 1, 9999, 10000], [10001, 0xFFFFFFFF])
+    assert fuzz.edges(h("active_cus"), 0, 64) == ([0, 1, 63, 64], [65, 0xFFFFFFFF])
+    assert fuzz.edges(h("lds_bytes"), 0, 65536, 128) == ([0, 128, 65408, 65536], [1, 65535, 65537, 0xFFFFFFFF])
+    inside, outside = fuzz.edges(h("compute_intensity"))
+    assert {0.0, 1e6} <= set(inside) and 1e6 + 0.0625 in outside and any(math.isnan(v) for v in outside)
+    assert fuzz.cu_thresholds()[:2] == [42, 43]  # 4 x 32 x n < 3 x n x CUs from 43 CUs on
+    assert fuzz.ratio_thresholds({"max_slots": 8}) == [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0]
+
+
+def test_records_drawn_for_a_raw_gst_have_a_queue():
+    """A raw GST's fields may say 0 queues, CUs and LDS bytes: the record still has one queue
+    (the unit answers it with the GST's boot status), so steering has one to move."""
+    rng = random.Random(0)
+    for shape in list(fuzz.SHAPES) * 10:
+        _, queues = fuzz.valid_record(rng, {"max_queues": 0, "num_cus": 0, "lds_bytes": 0}, shape, edge_p=1.0)
+        assert len(queues) == 1
 
 
 @slow(60)
