@@ -15,12 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
-from .perf import model_bound
+from .perf import model_bound, planned, space_summary
 from ..gst import abi, tables
 from ..gst.userinput import printable, whole_number
 from ..host import atomic
 from ..host.atomic import write_text
 from ..host.device import QUCO_CLOCK_MHZ
+from ..perfmodel.params import machine
+from ..perfmodel.work import Work
 from ..workloads import baselines, dvfs, format, runner
 
 PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --layers
@@ -102,12 +104,19 @@ def cmd_run(args) -> int:
     if trace:
         _trace_fits(trace, gst, gpu, via, len(w.layers))
     g = tables.unpack(gst)
+    plans = []
     for t in tenants:  # a layer the model would take hours on: refused before the first launch
         seen = set()
         for lay in t.workload.layers:
             if lay.type not in seen:
                 seen.add(lay.type)
-                model_bound(lay.kernel, g, f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})")
+                where = f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})"
+                model_bound(lay.kernel, g, where)
+                if not args.no_baselines:  # ATT/Fine-Tuned searches each layer shape: its space, said now
+                    plans.append(planned(machine(g, lay.kernel.core_clock_mhz, t.active_cus, t.lds_bytes),
+                                         Work.of(lay.kernel), where, g))
+    if plans:
+        err.print(f"ATT/Fine-Tuned baselines: {space_summary(plans)}")
     if trace and len(tenants) > 1:
         raise UserError("--dvfs runs one workload; give one WORKLOAD")
     options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)
