@@ -92,6 +92,26 @@ def test_gst_show_of_a_preset_prints_the_sources(capsys):
     assert code == 0 and "source" in out and "1,980" in out and "estimate" in out
 
 
+@pytest.mark.parametrize("gpu", tables.preset_names())
+def test_the_readme_gst_commands_make_a_preset_of_ones_own(capsys, tmp_path, gpu):
+    # README: gst show NAME --toml > my-gpu.toml; gst check my-gpu.toml; gst pack my-gpu.toml -o my-gpu.gst
+    code, text, _ = run(capsys, "gst", "show", gpu, "--toml")
+    mine = tmp_path / "my-gpu.toml"
+    mine.write_text(text)
+    assert code == 0 and tables.load(mine) == tables.load(gpu)          # the same 256 bytes
+    assert tables.sources(mine) == tables.sources(gpu)                  # and every source kept
+    code, out, _ = run(capsys, "gst", "check", mine)
+    assert code == 0 and out.startswith(f"{mine}: ok")
+    edited = tmp_path / "edited.toml"  # an edit takes: the values are what the file says
+    edited.write_text(text.replace(f"[num_cus]\nvalue = {tables.unpack(tables.load(gpu))['num_cus']}",
+                                   "[num_cus]\nvalue = 4"))
+    assert tables.unpack(tables.load(edited))["num_cus"] == 4
+    code, _, _ = run(capsys, "gst", "pack", mine, "-o", tmp_path / "my-gpu.gst")
+    code2, again, _ = run(capsys, "gst", "show", tmp_path / "my-gpu.gst", "--toml")  # a binary: sources say so
+    assert code == code2 == 0 and tables.load(tmp_path / "my-gpu.gst") == tables.load(gpu)
+    assert f"copied from {tmp_path / 'my-gpu.gst'}" in again
+
+
 def test_gst_check_rejects_a_bad_table(capsys, tmp_path):
     raw = bytearray(tables.load("r9-nano"))
     raw[abi.GST.offset("num_cus")] = 0  # 64 -> 0, checksum now wrong too
