@@ -297,15 +297,22 @@ def _cases_table(gpu: str, rows: list[dict], summary: dict) -> Table:
 
 
 def _ablation_table(gpu: str, rows: list[dict]) -> Table:
+    """The quantity Fig. 7 draws: each step's extra cycles over the full QuCo."""
+    from ..perfmodel.plots import ablation_pct  # plots imports matplotlib: only when a table is printed
+    pct = ablation_pct(rows)
     steps = [case for case, _ in ev.ABLATIONS]
-    t = Table(title=Text(f"{gpu}: ablation, cycles over ATT/Fine-Tuned (Fig. 7)"))
+    t = Table(title=Text(f"{gpu}: ablation, cycles over the full QuCo (Fig. 7)"),
+              caption="each step switches off one more heuristic; +x%: that many more cycles than QuCo")
     t.add_column("kernel")
-    for s in steps:
+    t.add_column("QuCo config", justify="right")
+    for s in steps[1:]:
         t.add_column(s, justify="right")
     for k in dict.fromkeys(r["kernel"] for r in rows):
         by = {r["case"]: r for r in rows if r["kernel"] == k}
-        t.add_row(Text(k), *(Text(f"{by[s]['cycles'] / by[s]['fine_cycles']:.3f} ({by[s]['config']})")
-                             if s in by and by[s]["cycles"] else Text("n/a") for s in steps))
+        q = by.get(steps[0], {})
+        t.add_row(Text(k), Text(str(q.get("config") or "n/a")),
+                  *(Text(f"{pct[(gpu, k, s)]:+.2f}% ({by[s]['config']})") if (gpu, k, s) in pct else Text("n/a")
+                    for s in steps[1:]))
     return t
 
 
