@@ -233,3 +233,21 @@ def test_failed_pack_leaves_the_old_table(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in capsys.readouterr().err
     assert good.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["g.gst"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet-v2"])
+def test_import_names_a_fused_convolution_after_the_convolution(capsys, tmp_path, model):
+    # the dynamo export fuses each BatchNorm into its Conv, which then carries the BatchNorm's
+    # module (layer1.0.bn1); the TorchScript export names the Conv module itself: the two agree
+    pytest.importorskip("onnx")
+    fixtures = Path(__file__).parent / "fixtures" / "onnx"
+    names = {}
+    for variant in (model, f"{model}-torchscript"):
+        out = tmp_path / f"{variant}.json"
+        code, _, _ = run(capsys, "import", fixtures / f"{variant}.onnx", "-o", out)
+        assert code == 0
+        names[variant] = [lay["name"] for lay in json.loads(out.read_text())["layers"]]
+    assert names[model] == names[f"{model}-torchscript"]
+    assert not [n for n in names[model] if ".bn" in n]   # no BatchNorm names a layer
+    if model == "resnet18":
+        assert names[model][:3] == ["conv1", "layer1.0.conv1", "layer1.0.conv2"]
