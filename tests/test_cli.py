@@ -251,3 +251,74 @@ def test_import_names_a_fused_convolution_after_the_convolution(capsys, tmp_path
     assert not [n for n in names[model] if ".bn" in n]   # no BatchNorm names a layer
     if model == "resnet18":
         assert names[model][:3] == ["conv1", "layer1.0.conv1", "layer1.0.conv2"]
+
+
+def _terminal(monkeypatch, module):
+    import io
+
+    from rich.console import Console
+    buf = io.StringIO()
+    monkeypatch.setattr(module, "err", Console(file=buf, force_terminal=True, width=100, highlight=False, markup=False))
+    return buf
+
+
+def test_run_shows_progress_and_what_it_searches_on_a_terminal(capsys, monkeypatch):
+    from quco.cli import run as cli_run
+    from quco import examples
+    bar = _terminal(monkeypatch, cli_run)
+    monkeypatch.setattr(cli_run, "BAR_FROM", 2)   # Whisper's 827 layers draw it; two layers are quicker
+    code, out, _ = run(capsys, "run", examples.WORKLOADS / "residual-mlp.json")
+    drawn = bar.getvalue()
+    assert code == 0 and "layers" in drawn and "2/2" in drawn
+    assert "ATT/Fine-Tuned baselines: 2 searches" in drawn and "exhaustive on 2" in drawn
+    assert "ATT/Fine-Tuned and Semi-Tuned baselines: searching" in drawn       # the spinner while they run
+    lines = out.splitlines()
+    totals = [i for i, line in enumerate(lines) if line.startswith("Residual-MLP: ")]
+    assert totals and " us on the model, 2 layers" in lines[totals[0]]         # the headline first
+    speed = [line for line in lines if line.startswith("QuCo's speedup over ATT/Fine-Tuned ")]
+    assert speed and speed[0].split()[4].endswith("x:")                         # ... its number right after
+    assert max(len(line) for line in lines[totals[0]:]) <= 100
+
+
+def test_the_dvfs_table_keeps_whole_layer_names_and_short_lines(capsys):
+    from quco import examples
+    code, out, _ = run(capsys, "run", examples.WORKLOADS / "whisper-tiny.json", "--gpu", "mi100", "--dvfs",
+                       "mi100-u-shaped", "--no-baselines")
+    assert code == 0 and "…" not in out
+    table = out[out.index("DVFS trace"):]
+    joined = "".join(line.strip("│ ") for line in table.splitlines())     # names fold onto lines, never cut
+    assert "encoder.layers[2].out_proj" in joined.replace("│", "").replace(" ", "")
+    summary = table[table.index("DVFS: QuCo-HW's speedup over QuCo-SW "):].splitlines()
+    assert summary[0].split()[5].endswith("x") and all(len(line) <= 100 for line in summary)
+
+
+def test_diff_says_why_its_counts_are_above_launchs(capsys, elf_path):
+    code, out, _ = run(capsys, "diff", "--gpu", "r9-nano", "--firmware", elf_path)
+    assert code == 0 and "after the ones above it on one booted unit" in " ".join(out.split())
+
+
+def test_a_good_profile_names_no_function_after_a_failure(capsys, elf_path):
+    code, out, _ = run(capsys, "profile", MM, "--firmware", elf_path)
+    assert code == 0 and "check_header_ranges" in out and "bad_" not in out
+
+
+def test_the_documented_outputs_are_ignored_by_git():
+    # every file or folder the README's commands write (-o, --out, --plot, --trace, ..., > FILE)
+    # with a relative path lands in the checkout: git must not offer it for a commit
+    import re
+    import shutil
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout")
+    readme = (root / "README.md").read_text()
+    written = set()
+    for line in readme.splitlines():
+        if line.startswith("quco-emu ") or line.startswith("make "):
+            for m in re.finditer(r"(?:-o|--out|--plot|--trace|--model-trace)\s+(\S+)|>\s*(\S+)", line.split("#")[0]):
+                path = m.group(1) or m.group(2)
+                if not path.startswith("/"):
+                    written.add(path)
+    assert {"my-gpu.toml", "my-gpu.gst", "trace.json", "model.json"} <= written
+    ignored = subprocess.run(["git", "check-ignore", *sorted(written)], cwd=root, capture_output=True, text=True).stdout
+    assert set(ignored.split()) == written
