@@ -337,7 +337,7 @@ def add_parsers(sub) -> None:
     p.add_argument("kernel")
     p.add_argument("--gpu", help="GST preset or file")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N fastest (0: every configuration)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N fastest (0: every configuration searched)")
     p.add_argument("--config", metavar="TILE/SLOTS",
                    help="also evaluate this configuration and rank it, e.g. 512/2 (every queue) or 512/2+4 "
                         "(slots per run of identical queues)")
