@@ -77,7 +77,7 @@ def cmd_search(args) -> int:
         if asked is None:
             raise
         return _config_alone(args, kernel, gpu, m, work, asked, str(e))
-    if not args.json:  # before the search: what it faces and how it walks it
+    if not args.json and common.err.is_terminal:  # before the search: what it faces and how it walks it
         common.err.print(f"{kernel.name} on {gpu}: {plan.describe()}")
     ranked = search.exhaustive(m, g, work)
     if not ranked:
@@ -109,6 +109,7 @@ def cmd_search(args) -> int:
         out.print(Text(f"{args.config}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
                        f"over the best, rank {named['rank']} of {len(ranked)}"))
     out.print(Text(quco_note))
+    out.print(Text(plan.describe()))
     return 0
 
 
@@ -153,6 +154,14 @@ def planned(m, work: Work, where: str, g: dict) -> "space.Plan":
     except space.SpaceTooLarge as e:
         raise common.UserError(str(e)) from None
     return p
+
+
+def spaces_doc(plans: list) -> dict:
+    """evaluate's and run's searches in their JSON: how many by which method, the largest space."""
+    return {"searches": len(plans), "methods": {m: sum(p.method == m for p in plans)
+                                                for m in (space.EXHAUSTIVE, space.DESCENT)},
+            "largest": _space_doc(max(plans, key=lambda p: p.size)) if plans else None,
+            "max_evaluations": sum(p.max_evaluations for p in plans)}
 
 
 def _space_doc(p) -> dict:
@@ -223,7 +232,9 @@ def cmd_evaluate(args) -> int:
         for k in kernels_of[gpu]:
             g, m, work = model_of(k, gpu, gsts[gpu])
             plans.append(planned(m, work, printable(str(paths.get(id(k), k.name))), g))
-    common.err.print(f"ATT/Fine-Tuned: {space_summary(plans)}")
+    searched = f"ATT/Fine-Tuned: {space_summary(plans)}"
+    if common.err.is_terminal:  # said before the sweep on a terminal; with the tables (or in the JSON) always
+        common.err.print(searched)
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
     best, models = {}, {}
@@ -247,7 +258,8 @@ def cmd_evaluate(args) -> int:
             written += plots.fig7([r for r in rows if r["case"] in plots.FIG7_CASES], args.plot)
         written += plots.fig1(port, args.plot) if port else []
     if args.json:
-        print(json.dumps({"rows": rows, "summary": summary, "portability": port}, indent=2))
+        print(json.dumps({"rows": rows, "summary": {**summary, "fine_tuned_search": spaces_doc(plans)},
+                          "portability": port}, indent=2))
         return 0
     for gpu in gpus:
         out.print(_cases_table(gpu, [r for r in rows if r["gpu"] == gpu], summary))
@@ -258,6 +270,7 @@ def cmd_evaluate(args) -> int:
         if worst:
             out.print(Text(f"portability: worst slowdown {worst['slowdown']:.2f}x ({worst['kind']}: "
                            f"{worst['source']} -> {worst['target']}, {worst['scope']})"))
+    out.print(Text(searched))
     if args.out is not None:
         out.print(Text(f"wrote {printable(args.out)} ({len(rows)} rows)"))
     if args.plot is not None:

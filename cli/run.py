@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
-from .perf import model_bound, planned, space_summary
+from .perf import spaces_doc, model_bound, planned, space_summary
 from ..gst import abi, tables
 from ..gst.userinput import printable, whole_number
 from ..host import atomic
@@ -126,7 +126,7 @@ def cmd_run(args) -> int:
                 if not args.no_baselines:  # ATT/Fine-Tuned searches each layer shape: its space, said now
                     plans.append(planned(machine(g, lay.kernel.core_clock_mhz, t.active_cus, t.lds_bytes),
                                          Work.of(lay.kernel), where, g))
-    if plans:
+    if plans and err.is_terminal:  # said before the run on a terminal; after the totals (or in the JSON) always
         err.print(f"ATT/Fine-Tuned baselines: {space_summary(plans)}")
     if trace and len(tenants) > 1:
         raise UserError("--dvfs runs one workload; give one WORKLOAD")
@@ -169,6 +169,8 @@ def cmd_run(args) -> int:
                "derivations": {f"{s.tenant}:{s.layer.type}": s.layer.derivation for s in steps}}
         if compared:
             doc["dvfs"] = {"rows": compared["rows"], "summary": compared["summary"]}
+        if plans:
+            doc["baseline_search"] = spaces_doc(plans)
         print(json.dumps(doc, indent=2))
         return 0
     for tid, t in enumerate(tenants):
@@ -187,6 +189,8 @@ def cmd_run(args) -> int:
             out.print(Text(line))
     if args.trace is not None:
         out.print(Text(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)"))
+    if plans:
+        out.print(Text(f"ATT/Fine-Tuned baselines: {space_summary(plans)}"))
     if written:
         out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0

@@ -69,11 +69,13 @@ def test_evaluate_one_kernel_gives_every_case_and_writes_a_table(capsys, tmp_pat
 def test_evaluate_plots_and_portability(capsys, tmp_path):
     doc = run_json(capsys, "evaluate", str(DOT), str(EXAMPLES_DIR / "elementwise-k.json"), "--gpu", "r9-nano",
                    "--gpu", "mi100", "--workers", "1", "--json", "--no-ablation", "--plot", str(tmp_path))
+    assert doc["summary"]["fine_tuned_search"]["methods"] == {"exhaustive": 4, "coordinate descent": 0}
     port = doc["portability"]
     diagonal = [p["slowdown"] for p in port if p["source"] == p["target"]]
     assert diagonal and all(s == pytest.approx(1.0) for s in diagonal)
     assert all(p["slowdown"] is None or p["slowdown"] >= 1 - 1e-9 for p in port)
-    assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1.png", "fig1.svg"}
+    assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1-gpus.png", "fig1-gpus.svg",
+                                                    "fig1-kernels.png", "fig1-kernels.svg"}
 
 
 def test_search_top_zero_lists_every_configuration_and_config_ranks_a_named_one(capsys):

@@ -99,9 +99,9 @@ def test_the_descent_equals_the_exhaustive_answer_on_the_bundled_kernels(gpu, pa
 def test_search_says_the_space_and_the_method(tmp_path, capsys):
     path = kernel_file(tmp_path, "eight", distinct(8, 1024))
     assert main(["search", str(path), "--top", "1"]) == 0
-    cap = capsys.readouterr()
-    assert "134,217,728 configurations" in cap.err and "coordinate descent" in cap.err
-    assert "(coordinate descent)" in cap.out and "QuCo's pick: " in cap.out
+    out = " ".join(capsys.readouterr().out.split())   # (on a terminal, stderr says it before the search too)
+    assert "134,217,728 configurations" in out and "coordinate descent over the 8 runs" in out
+    assert "(coordinate descent)" in out and "QuCo's pick: " in out and "of the 551 evaluated configurations" in out
     assert main(["search", str(path), "--json", "--top", "1"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["space"]["method"] == space.DESCENT and doc["space"]["size"] == 8 * 8 ** 8
