@@ -140,7 +140,8 @@ def space_summary(plans: list) -> str:
     """One line for many searches (evaluate's kernels, run's layer shapes): sizes and methods."""
     fit = [p.fitting for p in plans]
     methods = {m: sum(p.method == m for p in plans) for m in (space.EXHAUSTIVE, space.DESCENT)}
-    return (f"{plural(len(plans), 'search', 'searches')}, {min(fit):,}-{max(fit):,} configurations that fit each "
+    span = f"{min(fit):,}" if min(fit) == max(fit) else f"{min(fit):,}-{max(fit):,}"
+    return (f"{plural(len(plans), 'search', 'searches')}, {span} configurations that fit each "
             f"(of {max(p.size for p in plans):,} at most); " +
             ", ".join(f"{m} on {n}" for m, n in methods.items() if n) +
             f"; at most {sum(p.max_evaluations for p in plans):,} evaluations")

@@ -121,7 +121,7 @@ def test_evaluate_draws_its_progress_on_stderr_and_stdout_starts_with_the_table(
     first = out.splitlines()[0]
     assert first.strip().startswith("r9-nano: performance normalised to the ideal")   # no empty line first
     assert "model" in bar.getvalue() and "\x1b[" not in out                          # the bar went to stderr
-    assert "ATT/Fine-Tuned: 1 search, 51-51 configurations" in bar.getvalue()        # the space, said first
+    assert "ATT/Fine-Tuned: 1 search, 51 configurations" in bar.getvalue()        # the space, said first
 
 
 def test_evaluate_ablation_table_shows_what_fig7_draws(capsys):
