@@ -7,7 +7,12 @@
    R9 Nano: events and milliseconds (median of 5);
 2. exhaustive search of each 9-queue kernel on one core (target: within 1 s, issue #20);
 3. `quco-emu evaluate` over every preset x bundled kernel with ablations and portability
-   on this machine's cores (target: within 120 s).
+   on this machine's cores (target: within 120 s);
+4. the search's space and method (perfmodel/space.py, issue #35): its bound in evaluations, each
+   preset x bundled kernel and every layer shape of the bundled workloads (size, method,
+   evaluations, seconds), the coordinate descent's distance to the exhaustive answer wherever
+   the exhaustive one runs, and the 8- and 16-distinct-queue cases.
+    .venv/bin/python bench/perfmodel.py --search   # only 4
 """
 import argparse
 import os
@@ -70,11 +75,81 @@ def whole_evaluate():
     print(f"  {time.perf_counter() - t:.1f} s")
 
 
+def _distinct(n: int, length: int) -> Work:
+    from quco.perfmodel.work import Queue
+    return Work(f"{n} distinct queues of about {length:,}",
+                tuple(Queue(length + 64 * i, 0 if i < n - 1 else 1, 2) for i in range(n)), 10.0, 7)
+
+
+def search_spaces():
+    from quco.perfmodel import space
+    from quco.workloads import format as wformat
+    print(f"search spaces (perfmodel/space.py): exhaustive up to {space.EXHAUSTIVE_MAX:,} fitting configurations, "
+          f"else coordinate descent ({space.SWEEPS} sweeps at most); refused past {space.WORK_MAX:,} tiles walked")
+    print("  the bound: at most tiles x (slots + sweeps x runs x (slots - 1)) evaluations = "
+          f"{8 * (8 + space.SWEEPS * 16 * 7):,} for 16 distinct queues; seconds below are this machine's")
+    worst = 0.0
+    print("  preset x bundled kernel: evaluations and seconds of the default method; the descent's answer against "
+          "the exhaustive one")
+    for gpu in tables.preset_names():
+        g = tables.unpack(tables.load(gpu))
+        own = ROOT / "examples" / "kernels" / gpu
+        for path in sorted((own if own.is_dir() else ROOT / "examples" / "kernels").glob("*.json")):
+            k = load_kernel(path)
+            m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
+            search.evaluate.cache_clear()
+            t = time.perf_counter()
+            exact = space.search_space(m, g, work)
+            dt = time.perf_counter() - t
+            search.evaluate.cache_clear()
+            heur = space.search_space(m, g, work, space.DESCENT)
+            gap = 100 * (heur.ranked[0].outcome.cycles / exact.ranked[0].outcome.cycles - 1)
+            worst = max(worst, gap)
+            print(f"    {gpu:11s} {k.name:26s} {exact.plan.size:6,} ({exact.plan.fitting:4,} fit) {exact.plan.method:10s} "
+                  f"{exact.evaluations:4d} ev {dt:5.2f} s | descent {heur.evaluations:4d} ev "
+                  f"{heur.ranked[0].config.label(work):11s} {gap:+.3f}%")
+    print(f"  descent vs exhaustive, worst over every preset x bundled kernel: {worst:+.3f}%")
+    print("  bundled workloads, each layer shape on its GPU (run's ATT/Fine-Tuned baselines):")
+    for path in sorted((ROOT / "examples" / "workloads").glob("*.json")):
+        w = wformat.load(str(path))
+        g = tables.unpack(tables.load(w.gpu or "r9-nano"))
+        shapes = {lay.type: lay.kernel for lay in w.layers}
+        search.evaluate.cache_clear()
+        t = time.perf_counter()
+        plans, evaluations = [], 0
+        for k in shapes.values():
+            res = space.search_space(machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), g, Work.of(k))
+            plans.append(res.plan)
+            evaluations += res.evaluations
+        print(f"    {w.name:28s} {len(shapes):3d} shapes, runs {max(p.runs for p in plans)} at most, "
+              f"{sum(p.method == space.DESCENT for p in plans)} by descent, {evaluations:5,} evaluations "
+              f"{time.perf_counter() - t:6.2f} s")
+    g = tables.unpack(tables.load("r9-nano"))
+    m = machine(g)
+    for n, length in ((8, 1024), (8, 4096), (16, 1024)):
+        work = _distinct(n, length)
+        p = space.plan(m, g, work)
+        search.evaluate.cache_clear()
+        t = time.perf_counter()
+        res = space.search_space(m, g, work)
+        print(f"  {work.name}: {p.size:,} configurations, {p.method}, {res.evaluations:,} evaluations "
+              f"(bound {p.max_evaluations:,}), {time.perf_counter() - t:.2f} s")
+    try:
+        space.check(space.plan(m, g, _distinct(16, 65536)), "16 distinct queues of about 65,536")
+    except space.SpaceTooLarge as e:
+        print(f"  refused: {str(e)[:160]}...")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="skip the whole evaluate run")
+    ap.add_argument("--search", action="store_true", help="only the search spaces (4)")
     args = ap.parse_args()
+    if args.search:
+        search_spaces()
+        sys.exit(0)
     one_evaluation()
     exhaustive()
+    search_spaces()
     if not args.quick:
         whole_evaluate()

@@ -18,10 +18,26 @@ def _text(raw: bytes) -> str:
     return printable(raw.rstrip(b"\0").decode(errors="replace"))
 
 
+def as_toml(g: dict, src: dict, where: str) -> str:
+    """A table as a TOML preset (`gst show X --toml > my-gpu.toml`, then edit): every checked
+    field with its value and source; a binary table's sources say which file it came from.
+    json.dumps writes a valid TOML basic string (escapes included)."""
+    lines = [f"# GST {where} as a TOML preset (quco-emu gst show --toml): edit values and sources, then",
+             "# quco-emu gst check FILE.toml; --gpu FILE.toml and gst pack take it as it is (docs/gst-presets.md)",
+             f"name = {json.dumps(_text(g['name']))}", ""]
+    for f in abi.GST_CHECKED:
+        lines += [f"[{f.name}]", f"value = {g[f.name]}",
+                  f"source = {json.dumps(src.get(f.name) or f'copied from {where}')}"]
+    return "\n".join(lines) + "\n"
+
+
 def cmd_gst(args) -> int:
     if args.action == "show":
         raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
         g = tables.unpack(raw)
+        if args.toml:
+            print(as_toml(g, src, printable(args.file)), end="")
+            return 0
         if args.json:
             print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))
             return 0
@@ -55,4 +71,7 @@ def add_parsers(sub) -> None:
     p.add_argument("file", help="preset name, .toml preset or binary .gst")
     p.add_argument("-o", "--output", help="pack: where to write the 256-byte table")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--toml", action="store_true",
+                   help="show: print the table as a TOML preset (value and source per field), to edit and use "
+                   "as --gpu FILE.toml")
     p.set_defaults(func=cmd_gst)

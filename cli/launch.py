@@ -77,9 +77,14 @@ def cmd_launch(args) -> int:
             out.print(f"modelled ({dev.profile.name}): {c.cycles:,} cycles = {c.ns:,.0f} ns at "
                       f"{args.clock:g} MHz{energy} (boot {dev.boot_cost.cycles:,} cycles)")
         if model is not None:
+            peak = tables.unpack(gst)["dram_bw_mbps"] / 1000
+            wgs = model['occupancy']
             line = (f"kernel on the model: {model['cycles']:,.0f} GPU cycles = {model['ns'] / 1000:,.1f} us at "
-                    f"{model['clock_mhz']:g} MHz; {model['occupancy']} work-groups per CU at once, "
-                    f"DRAM {model['dram_gbps']:,.1f} GB/s, compute {100 * model['compute_util']:.0f}%")
+                    f"{model['clock_mhz']:g} MHz; {wgs} work-group{'' if wgs == 1 else 's'} per CU at once; "
+                    f"DRAM traffic {model['dram_gbps']:,.1f} GB/s over the whole GPU "
+                    f"({100 * model['dram_gbps'] / peak:.1f}% of the GST's {peak:,.0f} GB/s), "
+                    f"{100 * model['l2_hit']:.0f}% of the queues' bytes from the L2; "
+                    f"compute {100 * model['compute_util']:.0f}% of the CU's peak")
             if res.cost and res.cost.ns is not None:
                 line += f"; reconfiguration = {100 * res.cost.ns / model['ns']:.3f}% of the kernel"
             out.print(line, markup=False, highlight=False)
@@ -132,7 +137,12 @@ def cmd_check(args) -> int:
 def cmd_diff(args) -> int:
     gpus = tables.preset_names() if args.gpu in (None, "all") else [args.gpu]
     kernels = [load_kernel(p) for p in (args.kernels or sorted(examples.KERNELS.glob("*.json")))]
-    t = Table(title="firmware vs reference model")
+    # one booted unit per GPU launches the kernels in turn, so a launch may first evict an earlier
+    # kernel's entry from the relaunch cache: its count is above `quco-emu launch`'s (a first launch)
+    t = Table(title="firmware vs reference model",
+              caption="instructions: each kernel launched after the ones above it on one booted unit, so "
+                      "it may evict a cached configuration first (launch counts a first launch after boot: "
+                      "Matrix-Matrix 1,230 here, 1,171 there)")
     for col in ("gpu", "kernel", "status", "tile", "slots", "instructions", "agree"):
         t.add_column(col)
     bad = 0

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from . import common
 from ..paper import claims as claims_mod
-from ..paper import report, scorecard
+from ..paper import scorecard
 from ..paper.measures import MEASURES
 from ..paper.ours import GPUS
 
@@ -72,6 +72,7 @@ def command_line(args) -> str:
 
 
 def cmd_paper(args) -> int:
+    from ..paper import report  # imports matplotlib (about 1 s): only the command that draws pays for it
     fail = common.UserError
     try:
         every = claims_mod.load(measures=MEASURES)

@@ -4,7 +4,6 @@ from the command line. cli/main.py registers these commands and maps errors to e
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from rich.progress import Progress
@@ -18,7 +17,7 @@ from ..gst.userinput import printable
 from ..host import atomic
 from ..host.kernel import load_kernel
 from ..perfmodel import evaluate as ev
-from ..perfmodel import search
+from ..perfmodel import search, space
 from ..perfmodel.params import machine
 from ..perfmodel.sim import occupancy
 from ..perfmodel.work import Config, Queue, Work, fits
@@ -72,6 +71,14 @@ def cmd_search(args) -> int:
             asked = Config.parse(work, args.config)
         except ValueError as e:
             raise fail(f"--config: {e}") from None
+    try:
+        plan = planned(m, work, printable(str(args.kernel)), g)
+    except fail as e:
+        if asked is None:
+            raise
+        return _config_alone(args, kernel, gpu, m, work, asked, str(e))
+    if not args.json and common.err.is_terminal:  # before the search: what it faces and how it walks it
+        common.err.print(f"{kernel.name} on {gpu}: {plan.describe()}")
     ranked = search.exhaustive(m, g, work)
     if not ranked:
         raise fail(f"{kernel.name} on {gpu}: no tile x slots configuration fits one work-group in the LDS")
@@ -82,11 +89,14 @@ def cmd_search(args) -> int:
                     dram_gbps=r.outcome.dram_gbps, l2_hit=r.outcome.l2_hit, compute_util=r.outcome.compute_util)
     top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
     named = _named(m, work, ranked, asked, doc, fail) if asked else None
+    quco, quco_note = _quco_pick(gst, kernel, m, work, ranked, doc, plan.method)
     if args.json:
-        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked),
-                          "best": doc(ranked[0], 1), "top": top, **({"config": named} if asked else {})}, indent=2))
+        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked), "space": _space_doc(plan),
+                          "best": doc(ranked[0], 1), "top": top, "quco": quco, **({"config": named} if asked else {})},
+                         indent=2))
         return 0
-    t = Table(title=Text(f"{kernel.name} on {gpu}: {len(ranked)} configurations on the model"),
+    searched = "every configuration that fits" if plan.method == space.EXHAUSTIVE else "coordinate descent"
+    t = Table(title=Text(f"{kernel.name} on {gpu}: {len(ranked)} configurations on the model ({searched})"),
               caption="slots: per run of identical queues, in queue order")
     for col in ("#", "tile / slots", "cycles", "gap", "WGs/CU", "DRAM GB/s", "L2 hits", "compute"):
         t.add_column(col, justify="right")
@@ -98,7 +108,83 @@ def cmd_search(args) -> int:
     if named:
         out.print(Text(f"{args.config}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
                        f"over the best, rank {named['rank']} of {len(ranked)}"))
+    out.print(Text(quco_note))
+    out.print(Text(plan.describe()))
     return 0
+
+
+def _config_alone(args, kernel, gpu, m, work, cfg, why: str) -> int:
+    """--config on a space past the search's bound: that configuration alone, unranked."""
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        raise common.UserError(f"--config: {cfg.label(work)} does not fit one work-group on a CU of this GPU "
+                               f"(LDS {m.lds_bytes:,} bytes, {m.barrier_limit} barriers)")
+    o = search.evaluate(m, work, cfg)
+    row = {"tile": cfg.tile, "label": cfg.label(work), "cycles": o.cycles, "rank": None, "occupancy": o.occupancy,
+           "dram_gbps": o.dram_gbps, "l2_hit": o.l2_hit, "compute_util": o.compute_util}
+    note = f"not searched: {why.split(': ', 1)[1]}"
+    if args.json:
+        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": 1, "searched": False, "why": note,
+                          "config": row}, indent=2))
+        return 0
+    common.err.print(note)
+    common.out.print(Text(f"{kernel.name} on {gpu}: {args.config}: {row['label']}, {o.cycles:,.0f} cycles, "
+                          f"{plural(o.occupancy, 'work-group')} per CU (not ranked: the space was not searched)"))
+    return 0
+
+
+def plural(n: int, noun: str, nouns: str = "") -> str:
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def space_summary(plans: list) -> str:
+    """One line for many searches (evaluate's kernels, run's layer shapes): sizes and methods."""
+    fit = [p.fitting for p in plans]
+    methods = {m: sum(p.method == m for p in plans) for m in (space.EXHAUSTIVE, space.DESCENT)}
+    span = f"{min(fit):,}" if min(fit) == max(fit) else f"{min(fit):,}-{max(fit):,}"
+    return (f"{plural(len(plans), 'search', 'searches')}, {span} configurations that fit each "
+            f"(of {max(p.size for p in plans):,} at most); " +
+            ", ".join(f"{m} on {n}" for m, n in methods.items() if n) +
+            f"; at most {sum(p.max_evaluations for p in plans):,} evaluations")
+
+
+def planned(m, work: Work, where: str, g: dict) -> "space.Plan":
+    """The space a search faces and its method; one no method covers in the bound is exit 2."""
+    p = space.plan(m, g, work)
+    try:
+        space.check(p, where)
+    except space.SpaceTooLarge as e:
+        raise common.UserError(str(e)) from None
+    return p
+
+
+def spaces_doc(plans: list) -> dict:
+    """evaluate's and run's searches in their JSON: how many by which method, the largest space."""
+    return {"searches": len(plans), "methods": {m: sum(p.method == m for p in plans)
+                                                for m in (space.EXHAUSTIVE, space.DESCENT)},
+            "largest": _space_doc(max(plans, key=lambda p: p.size)) if plans else None,
+            "max_evaluations": sum(p.max_evaluations for p in plans)}
+
+
+def _space_doc(p) -> dict:
+    return {"size": p.size, "fitting": p.fitting, "method": p.method, "max_evaluations": p.max_evaluations}
+
+
+def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str) -> tuple[dict | None, str]:
+    """Where QuCo's own pick ranks among the searched configurations. The reference model
+    computes it (it agrees with the firmware bit for bit: `quco-emu diff`), no emulator needed."""
+    from ..host import reference
+    from ..host.device import describe
+    r = reference.configure(gst, kernel.record())
+    if r.status != 0:
+        return None, f"QuCo: the unit refuses this launch ({describe(r.status, r.detail)}); nothing to rank"
+    cfg = Config(r.tile, tuple(r.slots))
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        return None, f"QuCo: {cfg.label(work)}, which the model says does not fit one work-group on a CU"
+    q = search.Ranked(cfg, search.evaluate(m, work, cfg))
+    row = doc(q, 1 + sum(1 for x in ranked if x.outcome.cycles < q.outcome.cycles))
+    among = "" if method == space.EXHAUSTIVE else " evaluated"
+    return row, (f"QuCo's pick: {row['label']}, rank {row['rank']} of the {len(ranked)}{among} configurations, "
+                 f"{row['cycles']:,.0f} cycles, {row['gap_pct']:+.2f}% over the best")
 
 
 def _named(m, work, ranked, cfg, doc, fail) -> dict:
@@ -119,7 +205,8 @@ def _kernel_task(task):
 
 def _run(tasks, args, fn):
     from ..perfmodel import sweep  # imports dask lazily: only a sweep needs it
-    with Progress(transient=True, disable=args.json or not os.isatty(2)) as bar:
+    # on stderr: `evaluate > rows.txt` holds the tables alone and `| head -1` gets the first line at once
+    with Progress(console=common.err, transient=True, disable=args.json or not common.err.is_terminal) as bar:
         job = bar.add_task("model", total=len(tasks))
         return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
                          progress=lambda done, total: bar.update(job, completed=done))
@@ -140,6 +227,15 @@ def cmd_evaluate(args) -> int:
             common.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
             model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
+    paths = dict(zip((id(k) for k in given), args.kernels))
+    plans = []  # the spaces ATT/Fine-Tuned searches, said before the sweep; one past the bound is exit 2 now
+    for gpu in gpus:
+        for k in kernels_of[gpu]:
+            g, m, work = model_of(k, gpu, gsts[gpu])
+            plans.append(planned(m, work, printable(str(paths.get(id(k), k.name))), g))
+    searched = f"ATT/Fine-Tuned: {space_summary(plans)}"
+    if common.err.is_terminal:  # said before the sweep on a terminal; with the tables (or in the JSON) always
+        common.err.print(searched)
     tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
     best, models = {}, {}
@@ -163,7 +259,8 @@ def cmd_evaluate(args) -> int:
             written += plots.fig7([r for r in rows if r["case"] in plots.FIG7_CASES], args.plot)
         written += plots.fig1(port, args.plot) if port else []
     if args.json:
-        print(json.dumps({"rows": rows, "summary": summary, "portability": port}, indent=2))
+        print(json.dumps({"rows": rows, "summary": {**summary, "fine_tuned_search": spaces_doc(plans)},
+                          "portability": port}, indent=2))
         return 0
     for gpu in gpus:
         out.print(_cases_table(gpu, [r for r in rows if r["gpu"] == gpu], summary))
@@ -174,6 +271,7 @@ def cmd_evaluate(args) -> int:
         if worst:
             out.print(Text(f"portability: worst slowdown {worst['slowdown']:.2f}x ({worst['kind']}: "
                            f"{worst['source']} -> {worst['target']}, {worst['scope']})"))
+    out.print(Text(searched))
     if args.out is not None:
         out.print(Text(f"wrote {printable(args.out)} ({len(rows)} rows)"))
     if args.plot is not None:
@@ -213,15 +311,22 @@ def _cases_table(gpu: str, rows: list[dict], summary: dict) -> Table:
 
 
 def _ablation_table(gpu: str, rows: list[dict]) -> Table:
+    """The quantity Fig. 7 draws: each step's extra cycles over the full QuCo."""
+    from ..perfmodel.plots import ablation_pct  # plots imports matplotlib: only when a table is printed
+    pct = ablation_pct(rows)
     steps = [case for case, _ in ev.ABLATIONS]
-    t = Table(title=Text(f"{gpu}: ablation, cycles over ATT/Fine-Tuned (Fig. 7)"))
+    t = Table(title=Text(f"{gpu}: ablation, cycles over the full QuCo (Fig. 7)"),
+              caption="each step switches off one more heuristic; +x%: that many more cycles than QuCo")
     t.add_column("kernel")
-    for s in steps:
+    t.add_column("QuCo config", justify="right")
+    for s in steps[1:]:
         t.add_column(s, justify="right")
     for k in dict.fromkeys(r["kernel"] for r in rows):
         by = {r["case"]: r for r in rows if r["kernel"] == k}
-        t.add_row(Text(k), *(Text(f"{by[s]['cycles'] / by[s]['fine_cycles']:.3f} ({by[s]['config']})")
-                             if s in by and by[s]["cycles"] else Text("n/a") for s in steps))
+        q = by.get(steps[0], {})
+        t.add_row(Text(k), Text(str(q.get("config") or "n/a")),
+                  *(Text(f"{pct[(gpu, k, s)]:+.2f}% ({by[s]['config']})") if (gpu, k, s) in pct else Text("n/a")
+                    for s in steps[1:]))
     return t
 
 
@@ -241,11 +346,12 @@ def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("search", help="exhaustive tile x slots search on the performance model")
+    p = sub.add_parser("search", help="tile x slots search on the performance model (exhaustive where the space "
+                       "allows, else coordinate descent; it says which)")
     p.add_argument("kernel")
     p.add_argument("--gpu", help="GST preset or file")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N fastest (0: every configuration)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="show the N fastest (0: every configuration searched)")
     p.add_argument("--config", metavar="TILE/SLOTS",
                    help="also evaluate this configuration and rank it, e.g. 512/2 (every queue) or 512/2+4 "
                         "(slots per run of identical queues)")

@@ -15,12 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
-from .perf import model_bound
+from .perf import spaces_doc, model_bound, planned, space_summary
 from ..gst import abi, tables
 from ..gst.userinput import printable, whole_number
 from ..host import atomic
 from ..host.atomic import write_text
 from ..host.device import QUCO_CLOCK_MHZ
+from ..perfmodel.params import machine
+from ..perfmodel.work import Work
 from ..workloads import baselines, dvfs, format, runner
 
 PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --layers
@@ -45,18 +47,29 @@ def _tenant(spec: str) -> runner.Tenant:
     return runner.Tenant(format.load(path), cus, lds)
 
 
-PROGRESS_FROM = 1_000  # layers: a run this long shows progress on a terminal (each layer is a
-                       # launch on the emulated unit and a model run: about 1-3 ms, 100,000 take minutes)
+BAR_FROM = 50         # layers: from here a terminal shows a progress bar (each layer is a launch on the
+                      # emulated unit and a model run, 1-3 ms, more at a new shape: Whisper's 827 take seconds)
+PROGRESS_FROM = 1_000  # without a terminal, a run this long says so in one line first (100,000 take minutes)
+
+
+def _with_status(what: str, job):
+    """job() under a spinner naming what runs (the baselines' searches: seconds of silence
+    otherwise), on a terminal only."""
+    if not err.is_terminal:
+        return job()
+    with err.status(what):
+        return job()
 
 
 def _with_progress(args, tenants, job):
-    """job(report) with a progress bar (elapsed, remaining) on a terminal for long workloads;
-    without a terminal, one line saying what the run will do."""
+    """job(report) with a progress bar (elapsed, remaining) on a terminal; without a terminal,
+    one line saying what a long run will do."""
     total = sum(len(t.workload.layers) for t in tenants)
-    if total < PROGRESS_FROM:
-        return job(None)
     if not err.is_terminal:
-        err.print(f"running {total:,} layers (each a launch on the unit and a model run; this takes a while)")
+        if total >= PROGRESS_FROM:
+            err.print(f"running {total:,} layers (each a launch on the unit and a model run; this takes a while)")
+        return job(None)
+    if total < BAR_FROM:
         return job(None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
     with Progress("layers", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "left", TimeRemainingColumn(),
@@ -102,12 +115,19 @@ def cmd_run(args) -> int:
     if trace:
         _trace_fits(trace, gst, gpu, via, len(w.layers))
     g = tables.unpack(gst)
+    plans = []
     for t in tenants:  # a layer the model would take hours on: refused before the first launch
         seen = set()
         for lay in t.workload.layers:
             if lay.type not in seen:
                 seen.add(lay.type)
-                model_bound(lay.kernel, g, f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})")
+                where = f"{printable(t.workload.path)}: layer {lay.index} ({printable(lay.name)}, {lay.where})"
+                model_bound(lay.kernel, g, where)
+                if not args.no_baselines:  # ATT/Fine-Tuned searches each layer shape: its space, said now
+                    plans.append(planned(machine(g, lay.kernel.core_clock_mhz, t.active_cus, t.lds_bytes),
+                                         Work.of(lay.kernel), where, g))
+    if plans and err.is_terminal:  # said before the run on a terminal; after the totals (or in the JSON) always
+        err.print(f"ATT/Fine-Tuned baselines: {space_summary(plans)}")
     if trace and len(tenants) > 1:
         raise UserError("--dvfs runs one workload; give one WORKLOAD")
     options = dict(firmware=args.firmware, profile=args.profile, clock_mhz=args.clock)
@@ -116,11 +136,14 @@ def cmd_run(args) -> int:
         if trace:
             tenants[0].clocks = trace.clocks(len(tenants[0].workload.layers))
         steps = _with_progress(args, tenants, lambda report: runner.run(session, tenants, report))
-        summary = baselines.compare(steps, session) if not args.no_baselines else {}
+        summary = (_with_status("ATT/Fine-Tuned and Semi-Tuned baselines: searching each layer shape",
+                                lambda: baselines.compare(steps, session)) if not args.no_baselines else {})
         # the run above is QuCo-HW's: the trace's clocks went into the launch records
-        compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines,
-                                 active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
-                                 hw_run=(session, steps), **options) if trace else None)
+        compared = (_with_status(f"DVFS: QuCo-SW over the trace{' and Fine-Tuned at each clock' if not args.no_baselines else ''}",
+                                 lambda: dvfs.compare(gpu, tenants[0].workload, trace,
+                                                      clock_aware_best=not args.no_baselines,
+                                                      active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
+                                                      hw_run=(session, steps), **options)) if trace else None)
     except runner.UnitError as e:
         raise UserError(str(e), 3) from None
     totals = {tid: {**runner.totals([s for s in steps if s.tenant == tid]), "skipped_layers": len(t.workload.skipped)}
@@ -146,6 +169,8 @@ def cmd_run(args) -> int:
                "derivations": {f"{s.tenant}:{s.layer.type}": s.layer.derivation for s in steps}}
         if compared:
             doc["dvfs"] = {"rows": compared["rows"], "summary": compared["summary"]}
+        if plans:
+            doc["baseline_search"] = spaces_doc(plans)
         print(json.dumps(doc, indent=2))
         return 0
     for tid, t in enumerate(tenants):
@@ -158,9 +183,14 @@ def cmd_run(args) -> int:
             out.print(_type_table(t, gpu, [r for r in types if r["tenant"] == tid], bool(summary)))
         _totals(out, t, totals[tid], summary.get(tid), len(tenants) > 1)
     if compared:
-        out.print(_dvfs_table(compared, args.layers))
+        table, lines = _dvfs_table(compared, args.layers)
+        out.print(table)
+        for line in lines:
+            out.print(Text(line))
     if args.trace is not None:
         out.print(Text(f"wrote {printable(args.trace)} (open in https://ui.perfetto.dev)"))
+    if plans:
+        out.print(Text(f"ATT/Fine-Tuned baselines: {space_summary(plans)}"))
     if written:
         out.print(Text(f"wrote {len(written)} figures to {printable(args.plot)}"))
     return 0
@@ -214,65 +244,75 @@ def _type_table(t, gpu, types, with_baselines: bool) -> Table:
 
 
 def _totals(out, t, tot, summ, shared: bool) -> None:
-    line = (f"{t.workload.name}: {tot['layers']} layers, {tot['makespan_ns'] / 1000:,.1f} us "
-            f"(layers {tot['run_ns'] / 1000:,.1f} us + exposed reconfiguration {tot['exposed_ns'] / 1000:,.2f} us = "
-            f"{100 * tot['exposed_fraction']:.2f}%); reconfiguration {tot['reconf_instructions']:,} instructions, "
-            f"{tot['reconf_cycles']:,} cycles, {tot['reconf_ns'] / 1000:,.1f} us, hidden behind the previous layer "
-            f"for {tot['hidden_layers']} of {tot['layers'] - 1}; cache hits {tot['cache_hits']} "
-            f"({100 * tot['cache_hit_rate']:.1f}%)")
+    """Short lines, the headline number first on each."""
+    lines = [f"{t.workload.name}: {tot['makespan_ns'] / 1000:,.1f} us on the model, {tot['layers']} layers",
+             f"  layers {tot['run_ns'] / 1000:,.1f} us + exposed reconfiguration {tot['exposed_ns'] / 1000:,.2f} us "
+             f"({100 * tot['exposed_fraction']:.2f}%)",
+             f"  reconfiguration {tot['reconf_ns'] / 1000:,.1f} us in all: {tot['reconf_instructions']:,} instructions, "
+             f"{tot['reconf_cycles']:,} cycles; hidden behind the previous layer for {tot['hidden_layers']} of "
+             f"{tot['layers'] - 1}",
+             f"  cache hits {100 * tot['cache_hit_rate']:.1f}% ({tot['cache_hits']} of {tot['layers']} launches)"]
     if shared:
-        line += (f"; the unit's queueing delay {tot['queueing_ns'] / 1000:,.2f} us in total, "
-                 f"{tot['max_queueing_ns'] / 1000:,.2f} us at most")
-    out.print(Text(line))
+        lines.append(f"  the unit's queueing delay {tot['queueing_ns'] / 1000:,.2f} us in total, "
+                     f"{tot['max_queueing_ns'] / 1000:,.2f} us at most")
+    for line in lines:
+        out.print(Text(line))
     if t.workload.skipped:
         out.print(Text(f"{t.workload.name} is a partial import: {len(t.workload.skipped)} MatMul/Gemm/Conv nodes of "
                        "the model are not in it (skipped_layers in the file); every figure here leaves them out",
                        style="bold"))
     if summ:
-        out.print(Text(
-            f"whole model: QuCo {summ['quco_ns'] / 1000:,.1f} us (exposed reconfiguration included), ATT/Fine-Tuned "
-            f"{_ns(summ['fine_ns'])} us, ATT/Semi-Tuned {_ns(summ['semi_ns'])} us; QuCo's speedup over Fine-Tuned "
-            f"{_x(summ['speedup_vs_fine'])}, over Semi-Tuned {_x(summ['speedup_vs_semi'])}; per layer (geomean) "
-            f"{_x(summ['geomean_layer_vs_fine'])} and {_x(summ['geomean_layer_vs_semi'])}; QuCo's worst layer "
-            f"against Fine-Tuned: {summ['worst_layer_vs_fine']}"))
+        for line in (
+                f"QuCo's speedup over ATT/Fine-Tuned {_x(summ['speedup_vs_fine'])}: QuCo {summ['quco_ns'] / 1000:,.1f} us, "
+                f"Fine-Tuned {_ns(summ['fine_ns'])} us",
+                f"QuCo's speedup over ATT/Semi-Tuned {_x(summ['speedup_vs_semi'])}: Semi-Tuned {_ns(summ['semi_ns'])} us",
+                "  (QuCo's time includes its exposed reconfiguration; the baselines are set before the run)",
+                f"  per layer (geomean of run times) {_x(summ['geomean_layer_vs_fine'])} over Fine-Tuned, "
+                f"{_x(summ['geomean_layer_vs_semi'])} over Semi-Tuned; worst layer against Fine-Tuned: "
+                f"{summ['worst_layer_vs_fine']}"):
+            out.print(Text(line))
 
 
 def _x(v) -> str:
     return "n/a" if v is None else f"{v:.3f}x"
 
 
-def _dvfs_table(c: dict, every_layer: bool) -> Table:
+def _dvfs_table(c: dict, every_layer: bool) -> tuple[Table, list[str]]:
     """One row per layer while the trace's clock changes (every layer with --layers or when
-    the workload is short); the caption sums up the layers that hold the trace's last clock."""
+    the workload is short), and the summary as short lines, the headline number first."""
     s, rows = c["summary"], c["rows"]
     shown = rows if every_layer or len(rows) <= PER_LAYER_MAX else rows[:s["trace_layers"]]
     rest = rows[len(shown):]
-    caption = (f"whole run: HW {s['hw_ns'] / 1000:,.1f} us, SW {s['sw_ns'] / 1000:,.1f} us, HW speedup "
-               f"{s['hw_speedup_total']:.3f}x; per layer {s['min_hw_speedup']:.3f}x ({s['min_at']}) to "
-               f"{s['max_hw_speedup']:.3f}x ({s['max_at']}); configurations differ on {s['layers_config_differs']} "
-               f"layers")
+    lines = [f"DVFS: QuCo-HW's speedup over QuCo-SW {s['hw_speedup_total']:.3f}x over the whole run "
+             f"(HW {s['hw_ns'] / 1000:,.1f} us, SW {s['sw_ns'] / 1000:,.1f} us)",
+             f"  per layer {s['min_hw_speedup']:.3f}x ({s['min_at']}) to {s['max_hw_speedup']:.3f}x ({s['max_at']}); "
+             f"configurations differ on {s['layers_config_differs']} layers"]
     if rest:
-        caption += (f"; layers {rest[0]['index']}-{rest[-1]['index']} hold {rest[0]['clock_mhz']:g} MHz "
-                    f"(not shown; --layers shows them): configurations differ on "
-                    f"{sum(not r['same_config'] for r in rest)}")
+        lines.append(f"  layers {rest[0]['index']}-{rest[-1]['index']} hold {rest[0]['clock_mhz']:g} MHz (not shown; "
+                     f"--layers shows them): configurations differ on {sum(not r['same_config'] for r in rest)}")
     oracle = "max_clock_aware_gain" in s
     if oracle:
-        caption += (f". What knowing the clock is worth at all (Fine-Tuned for the layer's clock over Fine-Tuned for "
-                    f"the GST's, both at the layer's clock): {s['clock_aware_gain_total']:.3f}x over the run, up to "
-                    f"{s['max_clock_aware_gain']:.3f}x ({s['max_clock_aware_at']})")
+        lines += [f"knowing the clock at all is worth {s['clock_aware_gain_total']:.3f}x over the run, up to "
+                  f"{s['max_clock_aware_gain']:.3f}x ({s['max_clock_aware_at']})",
+                  "  (Fine-Tuned for the layer's clock over Fine-Tuned for the GST's, both at the layer's clock)"]
     tab = Table(title=Text(f"DVFS trace {s['trace']}: QuCo-HW (reads the clock) vs QuCo-SW (assumes the GST clock)"),
-                caption=Text(caption))
-    cols = ["#", "layer", "MHz", "HW config", "SW config", "HW us", "SW us", "HW speedup"]
-    cols += ["Fine-Tuned at the clock", "clock-aware gain"] if oracle else []
+                pad_edge=False, caption="HW/SW: QuCo-HW's speedup over QuCo-SW (SW us / HW us)"
+                        + ("; FT@clock: Fine-Tuned for the layer's clock, gain: its speedup over Fine-Tuned "
+                           "for the GST's clock" if oracle else ""))
+    cols = ["#", "layer", "MHz", "HW config", "SW config", "HW us", "SW us", "HW/SW"]
+    cols += ["FT@clock", "gain"] if oracle else []
     for col in cols:
-        tab.add_column(col, justify="left" if "config" in col or col in ("layer", "Fine-Tuned at the clock") else "right")
+        # the layer's name folds onto more lines rather than losing its tail; configurations stay whole
+        tab.add_column(col, justify="left" if "config" in col or col in ("layer", "FT@clock") else "right",
+                       overflow="fold" if col == "layer" else "ellipsis",
+                       no_wrap=col != "layer", min_width=12 if col == "layer" else None)
     for r in shown:
         cells = [str(r["index"]), Text(r["name"]), f"{r['clock_mhz']:g}", r["hw_config"], r["sw_config"],
                  _ns(r["hw_ns"]), _ns(r["sw_ns"]), f"{r['hw_speedup']:.3f}"]
         if oracle:
             cells += [r["fine_config"] or "n/a", "n/a" if r["clock_aware_gain"] is None else f"{r['clock_aware_gain']:.3f}"]
         tab.add_row(*cells)
-    return tab
+    return tab, lines
 
 
 def cmd_import(args) -> int:

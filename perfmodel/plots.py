@@ -1,11 +1,11 @@
 """The paper's figures from the performance model's rows, as PNG and SVG files.
 
     fig6(rows, "out/")   # performance of each case normalised to the ideal, per GPU and kernel
-    fig7(rows, "out/")   # ablation: QuCo without its parts, normalised to Fine-Tuned
-    fig1(rows, "out/")   # portability: a best configuration moved to another GPU or kernel
+    fig7(rows, "out/")   # ablation: QuCo without its parts, extra cycles over the full QuCo (%)
+    fig1(rows, "out/")   # portability: fig1-gpus (between GPUs), fig1-kernels (between kernels)
 
 Each writes <name>.png and <name>.svg into the folder (created if missing), atomically,
-and returns the two paths. Output is deterministic: the same rows give the same bytes.
+and returns their paths. Output is deterministic: the same rows give the same bytes.
 """
 from __future__ import annotations
 
@@ -83,8 +83,13 @@ def _with_geomean(values: dict, cases: tuple) -> tuple[list[str], dict]:
     return kernels + [GEOMEAN], {**values, **extra}
 
 
-def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: str) -> list[Path]:
+def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: str, percent: bool = False,
+          reference_label: str = "") -> list[Path]:
+    """Grouped bars of reference / cycles per case; `percent`: drawn as the case's extra cycles
+    over the reference, 100 x (cycles / reference - 1), around 0, so differences of a fraction of
+    a percent show. `reference_label` names the dashed line the bars are measured from."""
     per_gpu = _normalised(rows, cases, reference_key)
+    shown = (lambda v: 100.0 * (1.0 / v - 1.0)) if percent else (lambda v: v)
     colours = {c: f"C{i}" for i, c in enumerate(cases)}
     width = 0.8 / len(cases)
     n_groups = max(len({k for k, _ in v}) for v in per_gpu.values()) + 1
@@ -97,9 +102,17 @@ def _bars(rows, cases: tuple, reference_key: str, ylabel: str, out_dir, stem: st
             for i, case in enumerate(cases):
                 at = [(g, values[(k, case)]) for g, k in enumerate(groups) if (k, case) in values]
                 if at:
-                    ax.bar([g + (i - (len(cases) - 1) / 2) * width for g, _ in at], [y for _, y in at],
-                           width, color=colours[case])
-            ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+                    xs = [g + (i - (len(cases) - 1) / 2) * width for g, _ in at]
+                    ax.bar(xs, [shown(y) for _, y in at], width, color=colours[case])
+                    if percent:  # a step exactly as fast as the reference: a tick, so 0 is not read as missing
+                        zero = [x for x, (_, y) in zip(xs, at) if abs(shown(y)) < 1e-9]
+                        ax.plot(zero, [0.0] * len(zero), linestyle="none", marker="o", markersize=2.5,
+                                color=colours[case])
+            ax.axhline(shown(1.0), color="0.3", linewidth=0.8, linestyle="--")
+            if reference_label:
+                ax.annotate(reference_label, (0.0, shown(1.0)), xycoords=("axes fraction", "data"),
+                            xytext=(3, 2), textcoords="offset points", ha="left", va="bottom",
+                            fontsize="small", color="0.3")
             ax.axvline(len(groups) - 1.5, color="0.7", linewidth=0.8)  # kernels | geomean
             ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
             ax.set_ylabel(ylabel)
@@ -118,10 +131,26 @@ def fig6(rows: list[dict], out_dir) -> list[Path]:
     return _bars(rows, FIG6_CASES, "ideal_cycles", "performance / ideal", out_dir, "fig6")
 
 
+def ablation_pct(rows: list[dict]) -> dict:
+    """{(gpu, kernel, case): extra cycles of each ablation step over the full QuCo, %}: what
+    Fig. 7 and evaluate's ablation table both show. Steps whose QuCo or own cycles are missing
+    are left out."""
+    quco = {(r["gpu"], r["kernel"]): r["cycles"] for r in rows if r["case"] == FIG7_CASES[0] and r.get("cycles")}
+    return {(r["gpu"], r["kernel"], r["case"]): 100.0 * (r["cycles"] / quco[(r["gpu"], r["kernel"])] - 1.0)
+            for r in rows if r["case"] in FIG7_CASES[1:] and r.get("cycles") and (r["gpu"], r["kernel"]) in quco}
+
+
 def fig7(rows: list[dict], out_dir) -> list[Path]:
-    """Fig. 7 analogue (ablation). Rows: gpu, kernel, case (FIG7_CASES), cycles,
-    fine_cycles; bar = fine_cycles / cycles (1.0 = ATT/Fine-Tuned)."""
-    return _bars(rows, FIG7_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig7")
+    """Fig. 7 analogue (ablation). Rows: gpu, kernel, case (FIG7_CASES), cycles; bar = the
+    step's extra cycles over the full QuCo, % (0 = as fast as QuCo; the steps differ by 0.1-50%,
+    which bars of performance on a 0-1 axis would not show)."""
+    for r in rows:
+        if r["case"] not in FIG7_CASES:
+            raise ValueError(f"unknown case {r['case']!r}; expected one of: {', '.join(FIG7_CASES)}")
+    quco = {(r["gpu"], r["kernel"]): r["cycles"] for r in rows if r["case"] == FIG7_CASES[0]}
+    steps = [dict(r, quco_cycles=quco.get((r["gpu"], r["kernel"]))) for r in rows if r["case"] != FIG7_CASES[0]]
+    return _bars(steps, FIG7_CASES[1:], "quco_cycles", "cycles over the full QuCo (%)", out_dir, "fig7",
+                 percent=True, reference_label="QuCo with all its heuristics")
 
 
 # ---------------------------------------------------------------- heat maps
@@ -138,22 +167,33 @@ def _panels(rows: list[dict]) -> dict:
 
 
 def fig1(rows: list[dict], out_dir) -> list[Path]:
-    """Fig. 1 analogue: one heat map per (kind, scope). Rows: kind ("gpu": configurations
-    moved between GPUs for kernel `scope`; "kernel": between kernels on GPU `scope`),
-    source, target, slowdown (target cycles of the source's best / the target's best;
-    None: it does not fit, shown "n/a")."""
+    """Fig. 1 analogue, two figures, each with its own colour scale: fig1-gpus (kind "gpu": a
+    kernel's best configuration moved between GPUs, one heat map per kernel `scope`) and
+    fig1-kernels (kind "kernel": a best configuration moved between kernels on GPU `scope`).
+    Rows: kind, scope, source, target, slowdown (target cycles of the source's best / the
+    target's best; None: it does not fit, shown "n/a"). Returns the paths of those written."""
     panels = _panels(rows)
+    out = []
+    for kind, stem in (("gpu", "fig1-gpus"), ("kernel", "fig1-kernels")):
+        mine = {key: cells for key, cells in panels.items() if key[0] == kind}
+        if mine:
+            out += _heat_maps(mine, kind, out_dir, stem)
+    return out
+
+
+def _heat_maps(panels: dict, kind: str, out_dir, stem: str) -> list[Path]:
+    noun = "GPU" if kind == "gpu" else "kernel"
     finite = [v for p in panels.values() for v in p.values() if v is not None]
     top = max(finite + [1.0])
     vmax = top if top > 1.0 else 1.01  # a colour scale needs some range
-    ncols = min(3, len(panels))
+    ncols = min(4, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     side = max(len({n for pair in p for n in pair}) for p in panels.values())
     with rc_context(STYLE):
-        fig = _figure(ncols * (0.7 * side + 2.2), nrows * (0.6 * side + 1.8))
+        fig = _figure(ncols * (0.7 * side + 2.2), nrows * (0.6 * side + 1.8) + 0.5)
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         image = None
-        for ax, ((kind, scope), cells) in zip(axes, panels.items()):
+        for ax, ((_, scope), cells) in zip(axes, panels.items()):
             sources = list(dict.fromkeys(s for s, _ in cells))
             targets = list(dict.fromkeys(t for _, t in cells))
             grid = np.full((len(sources), len(targets)), np.nan)
@@ -167,11 +207,13 @@ def fig1(rows: list[dict], out_dir) -> list[Path]:
                         ha="center", va="center", color="white" if dark else "black")
             ax.set_xticks(range(len(targets)), targets, rotation=30, ha="right")
             ax.set_yticks(range(len(sources)), sources)
-            noun = "GPU" if kind == "gpu" else "kernel"
             ax.set_xlabel(f"run on {noun}")
             ax.set_ylabel(f"best configuration of {noun}")
             ax.set_title(f"{scope}: across {noun}s")
         for ax in axes[len(panels):]:
             ax.set_axis_off()
-        fig.colorbar(image, ax=list(axes[:len(panels)]), label="slowdown vs the target's best", shrink=0.8)
-        return _save(fig, out_dir, "fig1")
+        fig.suptitle(f"a best configuration moved to another {noun}" +
+                     (" (one panel per kernel)" if kind == "gpu" else " (one panel per GPU)"))
+        fig.colorbar(image, ax=list(axes[:len(panels)]), label="slowdown vs the target's own best (n/a: does not fit)",
+                     shrink=0.8)
+        return _save(fig, out_dir, stem)

@@ -65,8 +65,11 @@ def rank(m: Machine, work: Work, configs, mode: str = "att") -> list[Ranked]:
 
 
 def exhaustive(m: Machine, g: dict, work: Work) -> list[Ranked]:
-    """ATT/Fine-Tuned: the whole space the paper explores."""
-    return rank(m, work, candidates(work, m, tiles(g), range(SLOT_RANGE[0], min(SLOT_RANGE[1], g["max_slots"]) + 1)))
+    """ATT/Fine-Tuned: the space the paper explores, every configuration where at most
+    `space.EXHAUSTIVE_MAX` fit, else coordinate descent (perfmodel/space.py says which and why;
+    it raises space.SpaceTooLarge for a space no method covers in its bound)."""
+    from .space import search_space  # space.py builds on this module
+    return search_space(m, g, work).ranked
 
 
 def informed(m: Machine, g: dict, work: Work) -> Ranked | None:

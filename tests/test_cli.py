@@ -92,6 +92,26 @@ def test_gst_show_of_a_preset_prints_the_sources(capsys):
     assert code == 0 and "source" in out and "1,980" in out and "estimate" in out
 
 
+@pytest.mark.parametrize("gpu", tables.preset_names())
+def test_the_readme_gst_commands_make_a_preset_of_ones_own(capsys, tmp_path, gpu):
+    # README: gst show NAME --toml > my-gpu.toml; gst check my-gpu.toml; gst pack my-gpu.toml -o my-gpu.gst
+    code, text, _ = run(capsys, "gst", "show", gpu, "--toml")
+    mine = tmp_path / "my-gpu.toml"
+    mine.write_text(text)
+    assert code == 0 and tables.load(mine) == tables.load(gpu)          # the same 256 bytes
+    assert tables.sources(mine) == tables.sources(gpu)                  # and every source kept
+    code, out, _ = run(capsys, "gst", "check", mine)
+    assert code == 0 and out.startswith(f"{mine}: ok")
+    edited = tmp_path / "edited.toml"  # an edit takes: the values are what the file says
+    edited.write_text(text.replace(f"[num_cus]\nvalue = {tables.unpack(tables.load(gpu))['num_cus']}",
+                                   "[num_cus]\nvalue = 4"))
+    assert tables.unpack(tables.load(edited))["num_cus"] == 4
+    code, _, _ = run(capsys, "gst", "pack", mine, "-o", tmp_path / "my-gpu.gst")
+    code2, again, _ = run(capsys, "gst", "show", tmp_path / "my-gpu.gst", "--toml")  # a binary: sources say so
+    assert code == code2 == 0 and tables.load(tmp_path / "my-gpu.gst") == tables.load(gpu)
+    assert f"copied from {tmp_path / 'my-gpu.gst'}" in again
+
+
 def test_gst_check_rejects_a_bad_table(capsys, tmp_path):
     raw = bytearray(tables.load("r9-nano"))
     raw[abi.GST.offset("num_cus")] = 0  # 64 -> 0, checksum now wrong too
@@ -213,3 +233,92 @@ def test_failed_pack_leaves_the_old_table(tmp_path, capsys, monkeypatch):
     assert "No space left on device" in capsys.readouterr().err
     assert good.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["g.gst"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("model", ["resnet18", "mobilenet-v2"])
+def test_import_names_a_fused_convolution_after_the_convolution(capsys, tmp_path, model):
+    # the dynamo export fuses each BatchNorm into its Conv, which then carries the BatchNorm's
+    # module (layer1.0.bn1); the TorchScript export names the Conv module itself: the two agree
+    pytest.importorskip("onnx")
+    fixtures = Path(__file__).parent / "fixtures" / "onnx"
+    names = {}
+    for variant in (model, f"{model}-torchscript"):
+        out = tmp_path / f"{variant}.json"
+        code, _, _ = run(capsys, "import", fixtures / f"{variant}.onnx", "-o", out)
+        assert code == 0
+        names[variant] = [lay["name"] for lay in json.loads(out.read_text())["layers"]]
+    assert names[model] == names[f"{model}-torchscript"]
+    assert not [n for n in names[model] if ".bn" in n]   # no BatchNorm names a layer
+    if model == "resnet18":
+        assert names[model][:3] == ["conv1", "layer1.0.conv1", "layer1.0.conv2"]
+
+
+def _terminal(monkeypatch, module):
+    import io
+
+    from rich.console import Console
+    buf = io.StringIO()
+    monkeypatch.setattr(module, "err", Console(file=buf, force_terminal=True, width=100, highlight=False, markup=False))
+    return buf
+
+
+def test_run_shows_progress_and_what_it_searches_on_a_terminal(capsys, monkeypatch):
+    from quco.cli import run as cli_run
+    from quco import examples
+    bar = _terminal(monkeypatch, cli_run)
+    monkeypatch.setattr(cli_run, "BAR_FROM", 2)   # Whisper's 827 layers draw it; two layers are quicker
+    code, out, _ = run(capsys, "run", examples.WORKLOADS / "residual-mlp.json")
+    drawn = bar.getvalue()
+    assert code == 0 and "layers" in drawn and "2/2" in drawn
+    assert "ATT/Fine-Tuned baselines: 2 searches" in drawn and "exhaustive on 2" in drawn
+    assert "ATT/Fine-Tuned and Semi-Tuned baselines: searching" in drawn       # the spinner while they run
+    lines = out.splitlines()
+    totals = [i for i, line in enumerate(lines) if line.startswith("Residual-MLP: ")]
+    assert totals and " us on the model, 2 layers" in lines[totals[0]]         # the headline first
+    speed = [line for line in lines if line.startswith("QuCo's speedup over ATT/Fine-Tuned ")]
+    assert speed and speed[0].split()[4].endswith("x:")                         # ... its number right after
+    assert max(len(line) for line in lines[totals[0]:]) <= 100
+
+
+def test_the_dvfs_table_keeps_whole_layer_names_and_short_lines(capsys):
+    from quco import examples
+    code, out, _ = run(capsys, "run", examples.WORKLOADS / "whisper-tiny.json", "--gpu", "mi100", "--dvfs",
+                       "mi100-u-shaped", "--no-baselines")
+    assert code == 0 and "…" not in out
+    table = out[out.index("DVFS trace"):]
+    joined = "".join(line.strip("│ ") for line in table.splitlines())     # names fold onto lines, never cut
+    assert "encoder.layers[2].out_proj" in joined.replace("│", "").replace(" ", "")
+    summary = table[table.index("DVFS: QuCo-HW's speedup over QuCo-SW "):].splitlines()
+    assert summary[0].split()[5].endswith("x") and all(len(line) <= 100 for line in summary)
+
+
+def test_diff_says_why_its_counts_are_above_launchs(capsys, elf_path):
+    code, out, _ = run(capsys, "diff", "--gpu", "r9-nano", "--firmware", elf_path)
+    assert code == 0 and "after the ones above it on one booted unit" in " ".join(out.split())
+
+
+def test_a_good_profile_names_no_function_after_a_failure(capsys, elf_path):
+    code, out, _ = run(capsys, "profile", MM, "--firmware", elf_path)
+    assert code == 0 and "check_header_ranges" in out and "bad_" not in out
+
+
+def test_the_documented_outputs_are_ignored_by_git():
+    # every file or folder the README's commands write (-o, --out, --plot, --trace, ..., > FILE)
+    # with a relative path lands in the checkout: git must not offer it for a commit
+    import re
+    import shutil
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout")
+    readme = (root / "README.md").read_text()
+    written = set()
+    for line in readme.splitlines():
+        if line.startswith("quco-emu ") or line.startswith("make "):
+            for m in re.finditer(r"(?:-o|--out|--plot|--trace|--model-trace)\s+(\S+)|>\s*(\S+)", line.split("#")[0]):
+                path = m.group(1) or m.group(2)
+                if not path.startswith("/"):
+                    written.add(path)
+    assert {"my-gpu.toml", "my-gpu.gst", "trace.json", "model.json"} <= written
+    ignored = subprocess.run(["git", "check-ignore", *sorted(written)], cwd=root, capture_output=True, text=True).stdout
+    assert set(ignored.split()) == written

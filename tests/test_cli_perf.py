@@ -69,11 +69,13 @@ def test_evaluate_one_kernel_gives_every_case_and_writes_a_table(capsys, tmp_pat
 def test_evaluate_plots_and_portability(capsys, tmp_path):
     doc = run_json(capsys, "evaluate", str(DOT), str(EXAMPLES_DIR / "elementwise-k.json"), "--gpu", "r9-nano",
                    "--gpu", "mi100", "--workers", "1", "--json", "--no-ablation", "--plot", str(tmp_path))
+    assert doc["summary"]["fine_tuned_search"]["methods"] == {"exhaustive": 4, "coordinate descent": 0}
     port = doc["portability"]
     diagonal = [p["slowdown"] for p in port if p["source"] == p["target"]]
     assert diagonal and all(s == pytest.approx(1.0) for s in diagonal)
     assert all(p["slowdown"] is None or p["slowdown"] >= 1 - 1e-9 for p in port)
-    assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1.png", "fig1.svg"}
+    assert {p.name for p in tmp_path.iterdir()} >= {"fig6.png", "fig6.svg", "fig1-gpus.png", "fig1-gpus.svg",
+                                                    "fig1-kernels.png", "fig1-kernels.svg"}
 
 
 def test_search_top_zero_lists_every_configuration_and_config_ranks_a_named_one(capsys):
@@ -96,3 +98,46 @@ def test_search_top_zero_lists_every_configuration_and_config_ranks_a_named_one(
 def test_search_bad_config_or_top_exits_2(capsys, argv, message):
     assert main(["search", str(DOT), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- what a newcomer reads (issue #28 part 3)
+def terminal(monkeypatch, module):
+    """`module.err` (or common.err) as a terminal whose output is kept: what a bar draws there."""
+    import io
+
+    from rich.console import Console
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=True, width=100, highlight=False, markup=False)
+    monkeypatch.setattr(module, "err", con)
+    return buf
+
+
+def test_evaluate_draws_its_progress_on_stderr_and_stdout_starts_with_the_table(capsys, monkeypatch):
+    from quco.cli import common
+    bar = terminal(monkeypatch, common)
+    assert main(["evaluate", str(DOT), "--gpu", "r9-nano", "--workers", "1", "--no-ablation",
+                 "--no-portability"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.strip().startswith("r9-nano: performance normalised to the ideal")   # no empty line first
+    assert "model" in bar.getvalue() and "\x1b[" not in out                          # the bar went to stderr
+    assert "ATT/Fine-Tuned: 1 search, 51 configurations" in bar.getvalue()        # the space, said first
+
+
+def test_evaluate_ablation_table_shows_what_fig7_draws(capsys):
+    from quco.perfmodel import plots
+    doc = run_json(capsys, "evaluate", str(DOT), "--gpu", "r9-nano", "--workers", "1", "--json", "--no-portability")
+    pct = plots.ablation_pct(doc["rows"])
+    assert main(["evaluate", str(DOT), "--gpu", "r9-nano", "--workers", "1", "--no-portability"]) == 0
+    text = capsys.readouterr().out
+    assert "ablation, cycles over the full QuCo (Fig. 7)" in text
+    for (gpu, kernel, case), v in pct.items():
+        assert f"{v:+.2f}%" in text
+
+
+def test_launch_model_says_what_its_figures_are_of(capsys):
+    assert main(["launch", str(MM_KERNEL), "--model"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    # Matrix-Matrix on the R9 Nano: QuCo's 512 / 4+4 holds one work-group per CU
+    assert "1 work-group per CU" in text and "1 work-groups" not in text
+    assert "GB/s over the whole GPU" in text and "of the GST's 512 GB/s" in text

@@ -417,8 +417,9 @@ def test_figures_from_hand_made_workload_dvfs_and_portability_sources(tmp_path):
            ("workload", "broken"): {"error": "UnitError: refused"}}   # left out, not drawn
     drawn = figures.draw(src, [], tmp_path)
     assert [source for source, _, _ in drawn] == ["Fig. 1", "Fig. 8", "Fig. 12"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1.png", "fig1.svg",
-                                                          "fig8.png", "fig8.svg"]
+    # Fig. 1's kinds are drawn apart (fig1-gpus, fig1-kernels); only "gpu" rows here
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1-gpus.png",
+                                                          "fig1-gpus.svg", "fig8.png", "fig8.svg"]
 
 
 # ---------------------------------------------------------------- against an earlier run

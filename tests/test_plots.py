@@ -49,9 +49,12 @@ def check_written(paths, out_dir, stem):
 @pytest.mark.parametrize("fig, rows, stem, names", [
     (plots.fig6, fig6_rows(), "fig6",
      ["R9 Nano", "MI100", "Dot-Product", "Matrix-Matrix", "geomean", *plots.FIG6_CASES]),
-    (plots.fig7, fig7_rows(), "fig7", ["R9 Nano", "Elementwise", "SumVectors", *plots.FIG7_CASES]),
-    (plots.fig1, fig1_rows(), "fig1",
-     ["Dot-Product: across GPUs", "MI100: across kernels", "Matrix-Vector", "H100", "n/a", "1.40", "2.50"]),
+    (plots.fig7, fig7_rows(), "fig7", ["R9 Nano", "Elementwise", "SumVectors", *plots.FIG7_CASES[1:],
+                                       "QuCo with all its heuristics", "cycles over the full QuCo (%)"]),
+    (lambda rows, out: plots.fig1(rows, out)[:2], fig1_rows(), "fig1-gpus",
+     ["Dot-Product: across GPUs", "H100", "n/a", "1.40"]),
+    (lambda rows, out: plots.fig1(rows, out)[2:], fig1_rows(), "fig1-kernels",
+     ["MI100: across kernels", "Matrix-Vector", "2.50"]),
 ])
 def test_each_figure_writes_png_and_svg_with_its_labels(tmp_path, fig, rows, stem, names):
     texts = check_written(fig(rows, tmp_path / "figs"), tmp_path / "figs", stem)
@@ -60,9 +63,31 @@ def test_each_figure_writes_png_and_svg_with_its_labels(tmp_path, fig, rows, ste
 
 
 def test_fig1_marks_configurations_that_do_not_fit(tmp_path):
-    _, svg = plots.fig1(fig1_rows(), tmp_path)
+    _, svg, _, _ = plots.fig1(fig1_rows(), tmp_path)
     # R9 Nano's column of the GPU panel: the two foreign configurations do not fit
     assert svg_texts(svg).count("n/a") == 2
+
+
+def test_fig1_draws_the_two_kinds_apart_each_on_its_own_scale(tmp_path):
+    _, gpus, _, kernels = plots.fig1(fig1_rows(), tmp_path)
+    g, k = svg_texts(gpus), svg_texts(kernels)
+    assert "MI100: across kernels" not in g and "Dot-Product: across GPUs" not in k
+    # each colour bar ends at its own worst slowdown: 1.4 between GPUs, 2.5 between kernels
+    assert "2.5" not in " ".join(g) and "1.4" in " ".join(g) and "2.5" in " ".join(k)
+    only_gpus = [r for r in fig1_rows() if r["kind"] == "gpu"]
+    assert [p.name for p in plots.fig1(only_gpus, tmp_path / "one")] == ["fig1-gpus.png", "fig1-gpus.svg"]
+
+
+def test_the_ablation_is_drawn_as_extra_cycles_over_the_full_quco(tmp_path):
+    # hand-made: QuCo 200 cycles; the steps 200.2 (+0.1%), 201 (+0.5%), 260 (+30%)
+    rows = [dict(gpu="G", kernel="k", case=c, cycles=v, fine_cycles=190.0)
+            for c, v in zip(plots.FIG7_CASES, (200.0, 200.2, 201.0, 260.0))]
+    assert plots.ablation_pct(rows) == pytest.approx(
+        {("G", "k", plots.FIG7_CASES[1]): 0.1, ("G", "k", plots.FIG7_CASES[2]): 0.5, ("G", "k", plots.FIG7_CASES[3]): 30.0})
+    _, svg = plots.fig7(rows, tmp_path)
+    # the y axis is in percent: its ticks reach 30, not a 0-1 scale on which 0.1% vanishes
+    ticks = [float(t.replace("\u2212", "-")) for t in svg_texts(svg) if re.fullmatch(r"[\u2212-]?\d+(\.\d+)?", t)]
+    assert max(ticks) >= 30 and "cycles over the full QuCo (%)" in svg_texts(svg)
 
 
 def test_missing_cases_are_left_out_not_drawn_as_zero(tmp_path):

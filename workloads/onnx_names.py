@@ -4,7 +4,8 @@ Exporters name nodes by the module that made them, in one of two ways:
 - PyTorch's TorchScript exporter: `/model/encoder/layers.0/self_attn/q_proj/MatMul`, a scope
   per module (a Sequential's children repeat their parent's path: `/features/features.0/features.0.0/Conv`);
 - PyTorch's dynamo exporter: `node_MatMul_6`, with the module path in the node's metadata
-  (`pkg.torch.onnx.name_scopes`: `['', 'model', 'model.encoder', ..., 'linear']`).
+  (`pkg.torch.onnx.name_scopes`: `['', 'model', 'model.encoder', ..., 'linear']`); a convolution
+  with a BatchNorm fused into it has the BatchNorm's scopes, and is named after its weight instead.
 
 A layer's name is its module path in dots (`model.encoder.layers.0.self_attn.q_proj`) without
 the part every layer shares (`model.` when a wrapper holds the whole model), else the node's
@@ -24,8 +25,21 @@ MAX_NAME = 128
 CUT = "..."
 
 
+def _fused_conv_path(node, text) -> list[str]:
+    """A convolution the exporter fused a BatchNorm into carries the BatchNorm's metadata
+    (`layer1.0.bn1`); its weight keeps the convolution's parameter name (`layer1.0.conv1.weight`),
+    which names the layer after the module that does the product."""
+    fused = any(text(p.key) == "pkg.onnxscript.rewriter.rule_name" and "FuseBatchNorm" in text(p.value)
+                for p in node.metadata_props)
+    weight = text(node.input[1]) if fused and len(node.input) > 1 else ""
+    return weight[:-len(".weight")].split(".") if weight.endswith(".weight") and len(weight) > 7 else []
+
+
 def _module_path(node, op: str, text) -> list[str]:
     """The module path's components, from the metadata or the node name ([] if neither has one)."""
+    fused = _fused_conv_path(node, text)
+    if fused:
+        return fused
     for p in node.metadata_props:
         if text(p.key) == "pkg.torch.onnx.name_scopes":
             try:

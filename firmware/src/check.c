@@ -9,7 +9,7 @@
 /* The launch header's fields with a range, checked in this order (the first bad one is
  * the detail); returns the offset of the bad field, or NO_BAD_FIELD. */
 #define NO_BAD_FIELD 0xffffffffu
-static uint32_t bad_header_field(const quco_launch_header_t *h)
+static uint32_t check_header_ranges(const quco_launch_header_t *h)
 {
     float ci = h->compute_intensity;
     if (!(ci >= QUCO_LAUNCH_COMPUTE_INTENSITY_LO && ci <= QUCO_LAUNCH_COMPUTE_INTENSITY_HI)) /* NaN too */
@@ -68,7 +68,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
         *detail = h->flags;
         return QUCO_STATUS_BAD_FLAGS;
     }
-    uint32_t bad_field = bad_header_field(h);
+    uint32_t bad_field = check_header_ranges(h);
     if (bad_field != NO_BAD_FIELD) {
         *detail = bad_field;
         return QUCO_STATUS_RECORD_FIELD;
