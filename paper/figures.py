@@ -1,9 +1,11 @@
 """The paper's figures redrawn from our sources (PNG + SVG, atomic, deterministic bytes).
 
-The model's figures reuse quco.perfmodel.plots (Fig. 6, 7, 1) and quco.workloads.plots
-(Fig. 9, DVFS), whose layouts follow the paper's: grouped bars per kernel, the cases in
-the paper's order, the paper's normalisation. Drawn here: Fig. 10 (per GPU, over
-NoATT/Fine-Tuned), Fig. 8 (whole models, over Fine-Tuned) and the scorecard itself.
+The model's figures reuse quco.perfmodel.plots (Fig. 6, 7, 1), whose layouts follow the
+paper's: grouped bars per kernel, the cases in the paper's order, the paper's normalisation.
+Drawn here: Fig. 10 (per GPU, over NoATT/Fine-Tuned), Fig. 8 (whole models, over Fine-Tuned),
+Fig. 9 (Whisper-Tiny's layers under the names the claims read: FC-n the n-th linear layer),
+Fig. 11 (each workload's configurations), Fig. 12 (each DVFS trace over the whole run, its hold
+phase included) and the scorecard itself.
 `draw(sources, rows, out_dir)` draws what the sources allow and returns
 [(source, caption, [png, svg, ...])]; a figure whose sources were not computed is left out.
 """
@@ -15,7 +17,6 @@ from . import ours
 from .verdict import VERDICTS
 from ..perfmodel import plots
 from ..perfmodel.plots import STYLE, _bars, _figure, _save
-from ..workloads import plots as wplots
 from ..workloads.baselines import CASES as WORKLOAD_CASES
 
 FIG10_CASES = ("NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned", "ATT/Fine-Tuned", "QuCo")
@@ -81,17 +82,83 @@ def fig8(sources, out_dir):
     return _bars(rows, WORKLOAD_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig8") if rows else None
 
 
+# the layers Fig. 9's claims name, read as the claims read them (measures.find_layer: FC-n is the
+# n-th linear layer in model order); each bar is labelled with that name and our layer type
+FIG9_LAYERS = ("Conv1d-1", "Conv1d-2") + tuple(f"FC-{n}" for n in range(1, 13))
+
+
 def fig9(sources, out_dir):
     w = sources.get(("workload", "whisper-tiny"))
-    return wplots.fig9(w["types"], f"{w['title']} on {w['gpu']}", out_dir) if _ok(w) else None
+    if not _ok(w):
+        return None
+    from .measures import SourceFailed, find_layer
+    rows = []
+    for ref in FIG9_LAYERS:
+        try:
+            lay = find_layer(w["layers"], ref)
+        except SourceFailed:
+            continue
+        label = f"{ref}\n({lay['type']})"
+        for case, key in zip(WORKLOAD_CASES, ("semi_ns", "fine_ns", "quco_ns")):
+            rows.append({"gpu": f"{w['title']} on {w['gpu']}: the paper's layer names (our layer type)",
+                         "kernel": label, "case": case, "cycles": lay[key], "fine_cycles": lay["fine_ns"]})
+    return _bars(rows, WORKLOAD_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig9") if rows else None
+
+
+def dvfs_trace(v: dict, out_dir):
+    """One DVFS trace over the whole run, the hold phase included: QuCo-HW over QuCo-SW per layer,
+    the cumulative speedup (SW's time so far over HW's: where gains build up) and the clock."""
+    rows, trace = v["rows"], v["trace"]
+    x = list(range(1, len(rows) + 1))
+    sw = hw = 0.0
+    cumulative = []
+    for r in rows:
+        sw, hw = sw + r["sw_ns"], hw + r["hw_ns"]
+        cumulative.append(sw / hw if hw else float("nan"))
+    with rc_context(STYLE):
+        fig = _figure(9.0, 3.6)
+        ax = fig.subplots()
+        ax.plot(x, [r["hw_speedup"] for r in rows], color="C2", linewidth=0.8, label="per layer: SW time / HW time")
+        ax.plot(x, cumulative, color="C3", linewidth=1.2, label="cumulative: SW time so far / HW time so far")
+        ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+        ax.set_xlim(1, len(rows))
+        ax.set_xlabel(f"layer (all {len(rows)}; the trace's last clock holds past its {v['summary']['trace_layers']} points)")
+        ax.set_ylabel("QuCo-HW speedup")
+        clock = ax.twinx()
+        clock.step(x, [r["clock_mhz"] for r in rows], where="mid", color="C0", linewidth=1.0)
+        clock.set_ylabel("core clock (MHz)", color="C0")
+        ax.legend(loc="lower right", fontsize="small")
+        ax.set_title(f"DVFS trace {trace} (MI100, Whisper-Tiny)")
+        return _save(fig, out_dir, f"dvfs-{trace}")
 
 
 def fig12(sources, out_dir) -> list:
     paths = []
     for k, v in sorted(sources.items()):
         if k[0] == "dvfs" and _ok(v):
-            paths += wplots.dvfs({"rows": v["rows"], "summary": v["summary"]}, out_dir)
+            paths += dvfs_trace(v, out_dir)
     return paths or None
+
+
+def fig11(sources, out_dir):
+    """The unique configurations QuCo gives each workload's layers: per workload, how many layers
+    run each configuration (the paper's Fig. 11 draws the distribution, no number)."""
+    ws = [v for k, v in sorted(sources.items()) if k[0] == "workload" and _ok(v)]
+    if not ws:
+        return None
+    import collections
+    with rc_context(STYLE):
+        fig = _figure(9.0, 0.9 + 1.6 * len(ws))
+        axes = fig.subplots(len(ws), 1, squeeze=False)[:, 0]
+        for ax, w in zip(axes, ws):
+            n = collections.Counter(lay["quco_config"] for lay in w["layers"])
+            labels = sorted(n, key=lambda c: (-n[c], c))
+            ax.bar(range(len(labels)), [n[c] for c in labels], color="C2")
+            ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize="x-small")
+            ax.set_ylabel("layers")
+            ax.set_title(f"{w['title']} on {w['gpu']}: {len(labels)} unique configurations, {len(w['layers'])} layers",
+                         fontsize="small")
+        return _save(fig, out_dir, "fig11")
 
 
 def scorecard(rows: list[dict], out_dir):
@@ -125,8 +192,11 @@ FIGURES = (
     ("Fig. 1", "Fig. 1: a best configuration moved to another GPU (Matrix-Matrix) or kernel (R9 Nano), "
                "slowdown over the target's own best", fig1),
     ("Fig. 8", "Fig. 8: whole-run performance of the workloads over per-layer ATT/Fine-Tuned", fig8),
-    ("Fig. 9", "Fig. 9: Whisper-Tiny per layer type over ATT/Fine-Tuned", fig9),
-    ("Fig. 12", "Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer, and the clock, on each DVFS trace", fig12),
+    ("Fig. 9", "Fig. 9: Whisper-Tiny per layer over ATT/Fine-Tuned; the layers as the paper and our claims name them "
+               "(FC-n: the n-th linear layer in model order), our layer type under each", fig9),
+    ("Fig. 11", "Fig. 11: the configurations QuCo gives each workload's layers, on the workload's own GPU", fig11),
+    ("Fig. 12", "Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer and cumulated, and the clock, "
+                "over each trace's whole run (the hold phase included)", fig12),
 )
 
 
