@@ -105,27 +105,34 @@ def fig9(sources, out_dir):
     return _bars(rows, WORKLOAD_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig9") if rows else None
 
 
-def dvfs_trace(v: dict, out_dir):
-    """One DVFS trace over the whole run, the hold phase included: QuCo-HW over QuCo-SW per layer,
-    the cumulative speedup (SW's time so far over HW's: where gains build up) and the clock."""
-    rows, trace = v["rows"], v["trace"]
-    x = list(range(1, len(rows) + 1))
+def trace_lines(rows: list[dict]) -> tuple[list, list, list, list]:
+    """What dvfs_trace draws, one point per layer of the run: (layer numbers from 1, SW / HW time
+    per layer, SW / HW time cumulated, clock)."""
     sw = hw = 0.0
     cumulative = []
     for r in rows:
         sw, hw = sw + r["sw_ns"], hw + r["hw_ns"]
         cumulative.append(sw / hw if hw else float("nan"))
+    return (list(range(1, len(rows) + 1)), [r["sw_ns"] / r["hw_ns"] for r in rows], cumulative,
+            [r["clock_mhz"] for r in rows])
+
+
+def dvfs_trace(v: dict, out_dir):
+    """One DVFS trace over the whole run, the hold phase included: QuCo-HW over QuCo-SW per layer,
+    the cumulative speedup (SW's time so far over HW's: where gains build up) and the clock."""
+    rows, trace = v["rows"], v["trace"]
+    x, per_layer, cumulative, clocks = trace_lines(rows)
     with rc_context(STYLE):
         fig = _figure(9.0, 3.6)
         ax = fig.subplots()
-        ax.plot(x, [r["hw_speedup"] for r in rows], color="C2", linewidth=0.8, label="per layer: SW time / HW time")
+        ax.plot(x, per_layer, color="C2", linewidth=0.8, label="per layer: SW time / HW time")
         ax.plot(x, cumulative, color="C3", linewidth=1.2, label="cumulative: SW time so far / HW time so far")
         ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
         ax.set_xlim(1, len(rows))
         ax.set_xlabel(f"layer (all {len(rows)}; the trace's last clock holds past its {v['summary']['trace_layers']} points)")
         ax.set_ylabel("QuCo-HW speedup")
         clock = ax.twinx()
-        clock.step(x, [r["clock_mhz"] for r in rows], where="mid", color="C0", linewidth=1.0)
+        clock.step(x, clocks, where="mid", color="C0", linewidth=1.0)
         clock.set_ylabel("core clock (MHz)", color="C0")
         ax.legend(loc="lower right", fontsize="small")
         ax.set_title(f"DVFS trace {trace} (MI100, Whisper-Tiny)")
