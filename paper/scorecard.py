@@ -115,7 +115,8 @@ def summary_line(rows: list[dict]) -> str:
     """The count line: only `evidence` holds count as reproduced."""
     w = weighted(rows)
     ev = w["evidence"]
-    return (f"{ev[HOLDS]} of {ev['claims']} evidence claims reproduced (hold); {len(rows)} claims in all, "
+    return (f"{ev[HOLDS]} of {ev['claims']} evidence claims reproduced (hold); {len(rows)} claim"
+            f"{'' if len(rows) == 1 else 's'} in all, "
             f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived)"
             + (f" and {w[NO_VERDICT]} without a verdict" if w[NO_VERDICT] else ""))
 
