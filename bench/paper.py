@@ -54,6 +54,13 @@ def main() -> int:
         phases["figures and files"] = time.perf_counter() - t
     wall = time.perf_counter() - t0
     main_cpu = time.process_time() - cpu0
+    # each worker's CPU before its first task: its start-up (imports), which no task's time includes
+    first = {}
+    for v in sources.values():
+        if isinstance(v, dict) and ours.WORKER in v:
+            pid, before = v[ours.WORKER]
+            first[pid] = min(first.get(pid, before), before)
+    startup = sum(first.values())
     load_after = os.getloadavg()
 
     per_source = {k: v.get(ours.SECONDS, 0.0) for k, v in sources.items() if isinstance(v, dict)}
@@ -69,6 +76,10 @@ def main() -> int:
     print(f"CPU s: sources {work:.1f} in the workers, {main_cpu:.1f} in this process (verdicts, chances, figures, "
           f"and the pool's own bookkeeping); sources / pool wall = {work / max(phases['sources (pool)'], 1e-9):.2f} "
           "cores busy")
+    cores = min(os.cpu_count() or 1, args.workers or os.cpu_count() or 1)
+    print(f"workers: {len(first)}, their start-up {startup:.1f} CPU s; on {cores} idle cores the run would take about "
+          f"{phases['start (imports, claims)'] + (work + startup) / cores + main_cpu:.0f} s (start + the workers' "
+          "CPU / cores + this process's CPU: an estimate from CPU seconds, not a measurement)")
     print("sources by kind (CPU s):  " + ", ".join(f"{kind} {n} x = {s:.1f}" for kind, (n, s) in
                                                 sorted(by_kind.items(), key=lambda kv: -kv[1][1])))
     print(f"costliest {args.top}:  " + ", ".join(f"{'/'.join(k)} {s:.1f}" for k, s in

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import os
 import time
 from pathlib import Path
 
@@ -90,12 +91,14 @@ def source(task) -> dict:
         out = _SOURCES[key[0]](*key[1:], firmware=firmware)
     except Exception as e:   # reported on the claims that need it, never hidden
         out = {"error": f"{type(e).__name__}: {e}"}
-    # the CPU time it took (bench/paper.py shows where the time goes); never in a row or a file
+    # the CPU time it took, and the worker's CPU before it (its start-up, on its first task):
+    # bench/paper.py shows where the time goes; never in a row or a file
     out[SECONDS] = time.process_time() - start
+    out[WORKER] = (os.getpid(), start)
     return out
 
 
-SECONDS = "_cpu_seconds"
+SECONDS, WORKER = "_cpu_seconds", "_worker"
 
 
 def _streaming(queues) -> list[bool]:

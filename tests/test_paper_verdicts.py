@@ -49,6 +49,14 @@ def test_without_tolerance_a_tie_or_a_hair_is_a_miss(lhs, op):
     assert judge_checks([Check("x", lhs, op, 10.0)], 0.0) == DIFFERS
 
 
+def test_float_noise_at_a_bound_is_a_tie():
+    noisy = 3.0000000000000027          # 100 x (103 / 100 - 1)
+    assert judge_checks([Check("x", noisy, "<=", 3.0)], 0.0) == HOLDS
+    assert judge_checks([Check("x", noisy, ">", 3.0)], 0.0) == DIFFERS
+    assert judge_checks([Check("x", 3.0 - 3e-15, ">=", 3.0)], 0.0) == HOLDS
+    assert judge_checks([Check("x", 3.0 - 3e-15, "<", 3.0)], 0.0) == DIFFERS
+
+
 def test_the_slack_is_relative_to_the_magnitude_of_a_negative_right_hand_side():
     assert judge_checks([Check("x", -10.5, ">", -10.0)], 0.1) == WITHIN    # -10 - 1
     assert judge_checks([Check("x", -11.5, ">", -10.0)], 0.1) == DIFFERS

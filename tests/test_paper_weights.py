@@ -54,6 +54,9 @@ def test_the_chance_of_fig6s_order_is_the_share_above_the_three_cases_below_quco
     cycles = dict(zip(CASES, (400.0, 150.0, 300.0, 101.5, 100.0, 101.0)))
     src = {("kernel", "g", "k"): kernel(SPACE, cycles)}
     assert chance.chance(claim("all", "fig6_order", {"gpu": "g", "kernel": "k"}), src) == pytest.approx(3 / 5)
+    tie = [[512, 2, 100.0], [1024, 2, 101.5], [256, 4, 110.0]]      # the middle point ties Informed-Tuned: no pass
+    src = {("kernel", "g", "k"): kernel(tie, cycles)}
+    assert chance.chance(claim("all", "fig6_order", {"gpu": "g", "kernel": "k"}), src) == pytest.approx(1 / 3)
 
 
 def test_several_kernels_draw_one_point_each(monkeypatch):
