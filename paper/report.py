@@ -91,8 +91,9 @@ def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[di
              "firmware on the emulated unit, cases and ablations from the performance model, models and DVFS from "
              "the workload runner. Verdicts: **holds** (ours is the paper's), **within tolerance** (within the "
              "claim's written tolerance), **differs**, **no verdict** (the Radeon 530's Table III column is withheld "
-             "from us: our picks are shown, never judged; Fig. 11, a distribution with no number), **could not compute**. docs/paper.md explains the "
-             "tolerances; every claim's reason is listed at the end.", ""]
+             "from us: our picks are shown, never judged; Fig. 11, a distribution with no number), "
+             "**could not compute**. docs/paper.md explains the tolerances; every claim's reason is listed at "
+             "the end.", ""]
     if changed is not None:
         lines += ["## Changed since the baseline", "", trend_line(changed) + ".", ""]
         if changed:
