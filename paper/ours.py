@@ -10,10 +10,11 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
                              picks (Fig. 1); made from the kernel sources, after them
     ("firmware",)            the firmware image itself: ROM and data bytes it takes, its digest, the
                              GST presets' sizes (Section VI)
-    ("hardware",)            HOOK for the real-hardware section: `rows()` of bench/hardware.py (the
-                             performance-model branch adds it: measured H100 cost of QuCo's pick and
-                             of the model's best per kernel x size); absent, the claims that need it
-                             say "could not compute" with that reason
+    ("hardware",)            HOOK for the real-hardware section: quco.perfmodel.hardware.table() (the
+                             performance-model branch adds it; bench/hardware.py prints the same rows:
+                             measured H100 cost of QuCo's pick and of the model's best per kernel x
+                             size, rank correlation); absent, the claims that need it say "could not
+                             compute" with that reason
 
 `compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import time
@@ -139,18 +139,17 @@ def _firmware(firmware=None) -> dict:
             "sha256": _digest(path)}
 
 
-HARDWARE_MODULE = Path(__file__).resolve().parent.parent / "bench" / "hardware.py"
-
-
 def _hardware(firmware=None) -> dict:
-    """The real-hardware hook: bench/hardware.py's `rows()` (a list of dicts, one per kernel x size),
-    loaded from its file: bench/ is scripts, not a package."""
-    if not HARDWARE_MODULE.is_file():
-        raise FileNotFoundError(f"{HARDWARE_MODULE.name} is not in this tree (the performance-model branch adds it)")
-    spec = importlib.util.spec_from_file_location("quco_bench_hardware", HARDWARE_MODULE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return {"rows": list(mod.rows())}
+    """The real-hardware hook: quco.perfmodel.hardware.table() (the performance-model branch adds
+    it; bench/hardware.py prints the same rows): one dict per kernel x size of the H100
+    measurements, with the measured cost of QuCo's pick and of the model's best over the measured
+    best (quco_cost_pct, model_best_cost_pct) and the rank correlation (spearman)."""
+    try:
+        from ..perfmodel import hardware
+    except ImportError:
+        raise FileNotFoundError("quco.perfmodel.hardware is not in this tree (the performance-model branch adds it)") \
+            from None
+    return {"rows": list(hardware.table())}
 
 
 def _label(k, tile, slots) -> str:

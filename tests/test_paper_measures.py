@@ -121,3 +121,20 @@ def test_the_memories_and_the_one_image():
     assert judge_checks([checks["data: .bss + deepest stack (bytes)"]], 0.0) == HOLDS      # 2,048 exactly fits
     assert judge_checks([checks["a: the same image (sha256)"]], 0.0) == HOLDS
     assert judge_checks([checks["b: the same image (sha256)"]], 0.0) == DIFFERS
+
+
+def test_the_hardware_hook_reads_a_column_of_the_rows():
+    """The real-hardware section's measure (no claim uses it yet): a column, every row or some
+    kernels', judged value by value as a range; a failed source is the row's reason."""
+    from quco.paper import scorecard
+    from quco.paper.claims import Claim
+    rows = [{"kernel": "mm", "quco_cost_pct": 0.5}, {"kernel": "mv", "quco_cost_pct": 3.0}]
+    src = {("hardware",): {"rows": rows}}
+    assert measures.compute("hardware_column", src, {"column": "quco_cost_pct"}) == [0.5, 3.0]
+    assert measures.compute("hardware_column", src, {"column": "quco_cost_pct", "kernels": ["mm"]}) == [0.5]
+    c = Claim(id="hw", source="Real hardware (H100)", statement="s", paper="1.04%", kind="range",
+              measure="hardware_column", reason="r", args={"column": "quco_cost_pct"}, hi=1.04, better="lower")
+    r = scorecard.row(c, src)
+    assert (r["verdict"], r["way"]) == (DIFFERS, "against")
+    r = scorecard.row(c, {("hardware",): {"error": "FileNotFoundError: not in this tree"}})
+    assert r["verdict"] == "could not compute" and "not in this tree" in r["why_missing"]
