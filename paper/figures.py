@@ -171,30 +171,34 @@ def fig11(sources, out_dir):
 
 
 def scorecard(rows: list[dict], out_dir):
-    """Verdicts per source of the paper, stacked."""
+    """Verdicts per source of the paper, stacked: the evidence (what counts as reproduced) on the
+    left, the rows that do not count (weak, fitted, derived) on the right."""
     if not rows:
         return None
     groups = list(dict.fromkeys(r["source"] for r in rows))
+    panels = (("evidence (counts when it holds)", lambda r: r.get("weight", "evidence") == "evidence"),
+              ("not counted: weak, fitted, derived", lambda r: r.get("weight", "evidence") != "evidence"))
     with rc_context(STYLE):
-        fig = _figure(7.0, 0.32 * len(groups) + 1.4)
-        ax = fig.subplots()
-        left = [0] * len(groups)
-        for v in VERDICTS:
-            n = [sum(r["verdict"] == v for r in rows if r["source"] == g) for g in groups]
-            if any(n):
+        fig = _figure(9.0, 0.32 * len(groups) + 1.6)
+        axes = fig.subplots(1, 2, sharey=True)
+        for ax, (title, keep) in zip(axes, panels):
+            left = [0] * len(groups)
+            for v in VERDICTS:
+                n = [sum(r["verdict"] == v and keep(r) for r in rows if r["source"] == g) for g in groups]
                 ax.barh(range(len(groups)), n, left=left, color=VERDICT_COLOURS[v], label=v)
                 left = [a + b for a, b in zip(left, n)]
-        ax.set_yticks(range(len(groups)), groups)
-        ax.invert_yaxis()
-        ax.set_xlabel("claims")
-        fig.legend(loc="outside upper center", ncols=len(VERDICTS), frameon=False, fontsize="small")
-        ax.set_title("the paper's claims on this tree")
+            ax.set_title(title, fontsize="small")
+            ax.set_xlabel("claims")
+        axes[0].set_yticks(range(len(groups)), groups)
+        axes[0].invert_yaxis()
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(VERDICTS), frameon=False, fontsize="small")
         return _save(fig, out_dir, "scorecard")
 
 
 # (the paper's source the figure belongs to, caption, drawing function); None: the scorecard
 FIGURES = (
-    (None, "The scorecard: verdicts per source of the paper", None),
+    (None, "The scorecard: verdicts per source of the paper, the evidence apart from the rows that do not count", None),
     ("Fig. 6", "Fig. 6 (R9 Nano): each case's performance over the ideal ATT run with unlimited LDS (1.0 = ideal)", fig6),
     ("Fig. 7", "Fig. 7 (R9 Nano): ablation, QuCo without its heuristics one by one, over ATT/Fine-Tuned", fig7),
     ("Fig. 10", "Fig. 10: each case's speedup over NoATT/Fine-Tuned on the three GPUs", fig10),
