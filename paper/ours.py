@@ -254,6 +254,17 @@ def portability(kernel_sources: dict) -> list[dict]:
 _COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3, "hardware": 4, "firmware": 5}
 
 
+def _order(key: tuple) -> tuple:
+    """Longest first, so that two workers end together (bench/paper.py: the Radeon 530's 9-queue
+    kernels take 4-10 s, a vector kernel 1-1.5 s): among kernel sources, the GPU with the fewest CUs
+    first (more work-groups per CU: a longer simulation of each configuration), then the kernels
+    with more queues (a larger space to search)."""
+    if key[0] != "kernel":
+        return (_COST[key[0]], 0, 0, key)
+    cus = tables.unpack(tables.load(key[1]))["num_cus"]
+    return (_COST["kernel"], cus, -len(kernel(key[1], key[2]).queues), key)
+
+
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
     """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
     from ..perfmodel import sweep
@@ -261,7 +272,7 @@ def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) ->
     tasks = [k for k in keys if k[0] != "portability"]
     if ("portability",) in keys:
         tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
-    tasks.sort(key=lambda k: (_COST[k[0]], k))
+    tasks.sort(key=_order)
     results = sweep.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
                         chunk=1, progress=progress)
     out = dict(zip(tasks, results))
