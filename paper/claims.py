@@ -9,6 +9,7 @@ quco.paper.measures computes ours. docs/paper.md explains every field.
 """
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -19,6 +20,12 @@ from ..gst import schema
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 ID = re.compile(r"[a-z0-9][a-z0-9.-]*")  # `--claims a,b` splits on commas
 KINDS = ("pick", "range", "all", "any", "no_verdict")
+# a claim's evidential weight, declared with its reason (`weight_reason`); "weak" is never declared:
+# scorecard.row gives it to an "evidence" row whose chance (a random configuration of the searched
+# space passing it) is at least WEAK_CHANCE
+WEIGHTS = ("evidence", "fitted", "derived")
+WEAK, WEAK_CHANCE = "weak", 0.25
+BETTER = ("higher", "lower", "none")   # which side of a range is QuCo's favour (verdict.way)
 _NUMBER = {"type": "number"}
 _INTS = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}}
 _TEXT = {"type": "string", "minLength": 1, "pattern": schema.PRINTABLE}
@@ -29,11 +36,14 @@ SCHEMA = {
         "reasons": {"type": "object", "additionalProperties": _TEXT},
         "claim": {"type": "array", "minItems": 1, "items": {
             "type": "object", "additionalProperties": False,
-            "required": ["id", "source", "statement", "paper", "kind", "reason", "measure"],
+            "required": ["id", "source", "statement", "paper", "kind", "reason", "measure", "weight",
+                         "weight_reason"],
             "properties": {
                 "id": {"type": "string", "minLength": 1, "maxLength": 80},
                 "source": _TEXT, "statement": _TEXT, "paper": _TEXT, "reason": _TEXT, "note": _TEXT,
                 "kind": {"enum": list(KINDS)},
+                "weight": {"enum": list(WEIGHTS)}, "weight_reason": _TEXT, "quote": _TEXT,
+                "better": {"enum": list(BETTER)},
                 "measure": {"type": "string", "minLength": 1},
                 "args": {"type": "object"},
                 "tiles": _INTS, "slots": _INTS,
@@ -64,6 +74,11 @@ class Claim:
     tolerance: float = 0.0         # range: absolute; all / any: a fraction of the right-hand side
     unit: str = ""
     note: str = ""
+    weight: str = "evidence"       # declared: evidence | fitted | derived (WEIGHTS)
+    weight_reason: str = ""
+    quote: str = ""                # the paper's words, verbatim (tests/test_paper_quotes.py checks them)
+    better: str | None = None      # range: the side of a miss that favours QuCo (higher | lower | none);
+                                   # all / any: "none" when a failed comparison favours neither side
 
 
 def parse(doc: dict, where: str, measures=None) -> list[Claim]:
@@ -81,12 +96,7 @@ def parse(doc: dict, where: str, measures=None) -> list[Claim]:
         if c["id"] in seen:
             problems.append(f"{at}: id: {c['id']!r} is used twice; ids are unique")
         seen.add(c["id"])
-        reason = c["reason"]
-        if reason.startswith("@"):
-            if reason[1:] not in reasons:
-                problems.append(f"{at}: reason: {reason!r} names no entry of [reasons] "
-                                f"(there are: {', '.join(reasons) or 'none'})")
-            reason = reasons.get(reason[1:], reason)
+        reason, weight_reason = (_resolve(c[f], f, reasons, at, problems) for f in ("reason", "weight_reason"))
         if measures is not None and c["measure"] not in measures:
             problems.append(f"{at}: measure: {c['measure']!r} is not one of: {', '.join(sorted(measures))}")
         kind = c["kind"]
@@ -97,6 +107,9 @@ def parse(doc: dict, where: str, measures=None) -> list[Claim]:
                 problems.append(f"{at}: a range gives lo, hi or both")
             elif "lo" in c and "hi" in c and c["lo"] > c["hi"]:
                 problems.append(f"{at}: lo {c['lo']} is above hi {c['hi']}")
+        if kind == "range" and "better" not in c:
+            problems.append(f"{at}: a range says which side of a miss favours QuCo: better = "
+                            f"{' | '.join(BETTER)}")
         wrong = [f for f in ("tiles", "slots") if f in c and kind != "pick"]
         wrong += [f for f in ("lo", "hi") if f in c and kind != "range"]
         if wrong:
@@ -105,10 +118,21 @@ def parse(doc: dict, where: str, measures=None) -> list[Claim]:
         out.append(Claim(c["id"], c["source"], c["statement"], c["paper"], kind, c["measure"], reason,
                          c.get("args", {}), _tuple(c.get("tiles")), _tuple(c.get("slots")),
                          c.get("lo"), c.get("hi"), float(c.get("tolerance", 0.0)), c.get("unit", ""),
-                         c.get("note", "")))
+                         c.get("note", ""), c["weight"], weight_reason, c.get("quote", ""),
+                         c.get("better")))
     if problems:
         raise ClaimsError("\n".join(schema.report(problems)))
     return out
+
+
+def _resolve(text: str, name: str, reasons: dict, at: str, problems: list) -> str:
+    """A reason as written, or the [reasons] entry "@name" names."""
+    if not text.startswith("@"):
+        return text
+    if text[1:] not in reasons:
+        problems.append(f"{at}: {name}: {text!r} names no entry of [reasons] "
+                        f"(there are: {', '.join(reasons) or 'none'})")
+    return reasons.get(text[1:], text)
 
 
 def _tuple(v):
@@ -135,5 +159,9 @@ def select(claims: list[Claim], ids=None) -> list[Claim]:
     known = {c.id for c in claims}
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise ClaimsError(f"unknown claim id {unknown[0]!r}; `quco-emu paper --list` prints the ids")
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=3, cutoff=0.6)
+        raise ClaimsError(f"--claims: unknown claim id {unknown[0]!r}"
+                          + (f" (did you mean {', '.join(close)}?)" if close else "")
+                          + f"; the {len(known)} valid ids (`quco-emu paper --list` shows each with its statement): "
+                          + ", ".join(c.id for c in claims))
     return [c for c in claims if c.id in set(ids)]

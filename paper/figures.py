@@ -1,9 +1,11 @@
 """The paper's figures redrawn from our sources (PNG + SVG, atomic, deterministic bytes).
 
-The model's figures reuse quco.perfmodel.plots (Fig. 6, 7, 1) and quco.workloads.plots
-(Fig. 9, DVFS), whose layouts follow the paper's: grouped bars per kernel, the cases in
-the paper's order, the paper's normalisation. Drawn here: Fig. 10 (per GPU, over
-NoATT/Fine-Tuned), Fig. 8 (whole models, over Fine-Tuned) and the scorecard itself.
+The model's figures reuse quco.perfmodel.plots (Fig. 6, 7, 1), whose layouts follow the
+paper's: grouped bars per kernel, the cases in the paper's order, the paper's normalisation.
+Drawn here: Fig. 10 (per GPU, over NoATT/Fine-Tuned), Fig. 8 (whole models, over Fine-Tuned),
+Fig. 9 (Whisper-Tiny's layers under the names the claims read: FC-n the n-th linear layer),
+Fig. 11 (each workload's configurations), Fig. 12 (each DVFS trace over the whole run, its hold
+phase included) and the scorecard itself.
 `draw(sources, rows, out_dir)` draws what the sources allow and returns
 [(source, caption, [png, svg, ...])]; a figure whose sources were not computed is left out.
 """
@@ -15,7 +17,6 @@ from . import ours
 from .verdict import VERDICTS
 from ..perfmodel import plots
 from ..perfmodel.plots import STYLE, _bars, _figure, _save
-from ..workloads import plots as wplots
 from ..workloads.baselines import CASES as WORKLOAD_CASES
 
 FIG10_CASES = ("NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned", "ATT/Fine-Tuned", "QuCo")
@@ -83,52 +84,134 @@ def fig8(sources, out_dir):
     return _bars(rows, WORKLOAD_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig8") if rows else None
 
 
+# the layers Fig. 9's claims name, read as the claims read them (measures.find_layer: FC-n is the
+# n-th linear layer in model order); each bar is labelled with that name and our layer type
+FIG9_LAYERS = ("Conv1d-1", "Conv1d-2") + tuple(f"FC-{n}" for n in range(1, 13))
+
+
 def fig9(sources, out_dir):
     w = sources.get(("workload", "whisper-tiny"))
-    return wplots.fig9(w["types"], f"{w['title']} on {w['gpu']}", out_dir) if _ok(w) else None
+    if not _ok(w):
+        return None
+    from .measures import SourceFailed, find_layer
+    rows = []
+    for ref in FIG9_LAYERS:
+        try:
+            lay = find_layer(w["layers"], ref)
+        except SourceFailed:
+            continue
+        label = f"{ref}\n({lay['type']})"
+        for case, key in zip(WORKLOAD_CASES, ("semi_ns", "fine_ns", "quco_ns")):
+            rows.append({"gpu": f"{w['title']} on {w['gpu']}: the paper's layer names (our layer type)",
+                         "kernel": label, "case": case, "cycles": lay[key], "fine_cycles": lay["fine_ns"]})
+    return _bars(rows, WORKLOAD_CASES, "fine_cycles", "performance / Fine-Tuned", out_dir, "fig9") if rows else None
+
+
+def trace_lines(rows: list[dict]) -> tuple[list, list, list, list]:
+    """What dvfs_trace draws, one point per layer of the run: (layer numbers from 1, SW / HW time
+    per layer, SW / HW time cumulated, clock)."""
+    sw = hw = 0.0
+    cumulative = []
+    for r in rows:
+        sw, hw = sw + r["sw_ns"], hw + r["hw_ns"]
+        cumulative.append(sw / hw if hw else float("nan"))
+    return (list(range(1, len(rows) + 1)), [r["sw_ns"] / r["hw_ns"] for r in rows], cumulative,
+            [r["clock_mhz"] for r in rows])
+
+
+def dvfs_trace(v: dict, out_dir):
+    """One DVFS trace over the whole run, the hold phase included: QuCo-HW over QuCo-SW per layer,
+    the cumulative speedup (SW's time so far over HW's: where gains build up) and the clock."""
+    rows, trace = v["rows"], v["trace"]
+    x, per_layer, cumulative, clocks = trace_lines(rows)
+    with rc_context(STYLE):
+        fig = _figure(9.0, 3.6)
+        ax = fig.subplots()
+        ax.plot(x, per_layer, color="C2", linewidth=0.8, label="per layer: SW time / HW time")
+        ax.plot(x, cumulative, color="C3", linewidth=1.2, label="cumulative: SW time so far / HW time so far")
+        ax.axhline(1.0, color="0.3", linewidth=0.8, linestyle="--")
+        # room for the paper's "up to 17%" whatever ours is, so a flat line reads as flat
+        ax.set_ylim(min(0.95, min(per_layer) - 0.01), max(1.2, max(per_layer) + 0.01))
+        ax.set_xlim(1, len(rows))
+        ax.set_xlabel(f"layer (all {len(rows)}; the trace's last clock holds past its {v['summary']['trace_layers']} points)")
+        ax.set_ylabel("QuCo-HW speedup")
+        clock = ax.twinx()
+        clock.step(x, clocks, where="mid", color="C0", linewidth=1.0)
+        clock.set_ylabel("core clock (MHz)", color="C0")
+        ax.legend(loc="upper right", fontsize="small")
+        ax.set_title(f"DVFS trace {trace} (MI100, Whisper-Tiny)")
+        return _save(fig, out_dir, f"dvfs-{trace}")
 
 
 def fig12(sources, out_dir) -> list:
     paths = []
     for k, v in sorted(sources.items()):
         if k[0] == "dvfs" and _ok(v):
-            paths += wplots.dvfs({"rows": v["rows"], "summary": v["summary"]}, out_dir)
+            paths += dvfs_trace(v, out_dir)
     return paths or None
 
 
+def fig11(sources, out_dir):
+    """The unique configurations QuCo gives each workload's layers: per workload, how many layers
+    run each configuration (the paper's Fig. 11 draws the distribution, no number)."""
+    ws = [v for k, v in sorted(sources.items()) if k[0] == "workload" and _ok(v)]
+    if not ws:
+        return None
+    import collections
+    with rc_context(STYLE):
+        fig = _figure(9.0, 0.9 + 1.6 * len(ws))
+        axes = fig.subplots(len(ws), 1, squeeze=False)[:, 0]
+        for ax, w in zip(axes, ws):
+            n = collections.Counter(lay["quco_config"] for lay in w["layers"])
+            labels = sorted(n, key=lambda c: (-n[c], c))
+            ax.bar(range(len(labels)), [n[c] for c in labels], color="C2")
+            ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize="x-small")
+            ax.set_ylabel("layers")
+            ax.set_title(f"{w['title']} on {w['gpu']}: {len(labels)} unique configurations, {len(w['layers'])} layers",
+                         fontsize="small")
+        return _save(fig, out_dir, "fig11")
+
+
 def scorecard(rows: list[dict], out_dir):
-    """Verdicts per source of the paper, stacked."""
+    """Verdicts per source of the paper, stacked: the evidence (what counts as reproduced) on the
+    left, the rows that do not count (weak, fitted, derived) on the right."""
     if not rows:
         return None
     groups = list(dict.fromkeys(r["source"] for r in rows))
+    panels = (("evidence (counts when it holds)", lambda r: r.get("weight", "evidence") == "evidence"),
+              ("not counted: weak, fitted, derived", lambda r: r.get("weight", "evidence") != "evidence"))
     with rc_context(STYLE):
-        fig = _figure(7.0, 0.32 * len(groups) + 1.4)
-        ax = fig.subplots()
-        left = [0] * len(groups)
-        for v in VERDICTS:
-            n = [sum(r["verdict"] == v for r in rows if r["source"] == g) for g in groups]
-            if any(n):
+        fig = _figure(9.0, 0.32 * len(groups) + 1.6)
+        axes = fig.subplots(1, 2, sharey=True)
+        for ax, (title, keep) in zip(axes, panels):
+            left = [0] * len(groups)
+            for v in VERDICTS:
+                n = [sum(r["verdict"] == v and keep(r) for r in rows if r["source"] == g) for g in groups]
                 ax.barh(range(len(groups)), n, left=left, color=VERDICT_COLOURS[v], label=v)
                 left = [a + b for a, b in zip(left, n)]
-        ax.set_yticks(range(len(groups)), groups)
-        ax.invert_yaxis()
-        ax.set_xlabel("claims")
-        fig.legend(loc="outside upper center", ncols=len(VERDICTS), frameon=False, fontsize="small")
-        ax.set_title("the paper's claims on this tree")
+            ax.set_title(title, fontsize="small")
+            ax.set_xlabel("claims")
+        axes[0].set_yticks(range(len(groups)), groups)
+        axes[0].invert_yaxis()
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(VERDICTS), frameon=False, fontsize="small")
         return _save(fig, out_dir, "scorecard")
 
 
 # (the paper's source the figure belongs to, caption, drawing function); None: the scorecard
 FIGURES = (
-    (None, "The scorecard: verdicts per source of the paper", None),
+    (None, "The scorecard: verdicts per source of the paper, the evidence apart from the rows that do not count", None),
     ("Fig. 6", "Fig. 6 (R9 Nano): each case's performance over the ideal ATT run with unlimited LDS (1.0 = ideal)", fig6),
     ("Fig. 7", "Fig. 7 (R9 Nano): ablation, QuCo without its heuristics one by one, over ATT/Fine-Tuned", fig7),
     ("Fig. 10", "Fig. 10: each case's speedup over NoATT/Fine-Tuned on the three GPUs", fig10),
     ("Fig. 1", "Fig. 1: a best configuration moved to another GPU (Matrix-Matrix) or kernel (R9 Nano), "
                "slowdown over the target's own best", fig1),
     ("Fig. 8", "Fig. 8: whole-run performance of the workloads over per-layer ATT/Fine-Tuned", fig8),
-    ("Fig. 9", "Fig. 9: Whisper-Tiny per layer type over ATT/Fine-Tuned", fig9),
-    ("Fig. 12", "Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer, and the clock, on each DVFS trace", fig12),
+    ("Fig. 9", "Fig. 9: Whisper-Tiny per layer over ATT/Fine-Tuned; the layers as the paper and our claims name them "
+               "(FC-n: the n-th linear layer in model order), our layer type under each", fig9),
+    ("Fig. 11", "Fig. 11: the configurations QuCo gives each workload's layers, on the workload's own GPU", fig11),
+    ("Fig. 12", "Fig. 12 (MI100, Whisper-Tiny): QuCo-HW over QuCo-SW per layer and cumulated, and the clock, "
+                "over each trace's whole run (the hold phase included)", fig12),
 )
 
 

@@ -226,6 +226,72 @@ def best_of(src, gpu, case, over, others):
     return [Check(f"{case} >= {o}", mine, ">=", speedup(o)) for o in others]
 
 
+@_measure(_kernel_needs)
+def slots_above(src, gpu, kernel, case, than):
+    """Fig. 7: the ablated step gives more streaming slots than QuCo's own pick (the paper:
+    "4, or even 8 slots instead of 2")."""
+    data = src[("kernel", gpu, kernel)]
+    by = _cases(src, gpu, kernel)
+
+    def slots(c):
+        row = by.get(c)
+        if not row or row.get("tile") is None:
+            return None
+        return pick_of(row["tile"], [int(x) for x in row["slots"].split("/")], data["streaming"], row["config"]).slots
+    return [Check(f"{data['name']}: {case} {by[case]['config']} vs {than} {by[than]['config']}", slots(case), ">",
+                  slots(than))]
+
+
+@_measure(_kernel_needs)
+def speedups_at_least(src, gpu, kernels, num, den, bound):
+    """cycles(num) / cycles(den) >= bound on each kernel (a speedup of `den` over `num`)."""
+    checks = []
+    for s in kernels:
+        by = _cases(src, gpu, s)
+        checks.append(Check(f"{by[den]['kernel']}: {num} / {den}", _ratio(_cycles(by.get(num)), _cycles(by.get(den))),
+                            ">=", bound))
+    return checks
+
+
+@_measure(_kernel_needs)
+def gaps_below(src, gpu, bound, case="QuCo"):
+    """Each kernel's gap to ATT/Fine-Tuned (%) at most `bound`: a per-kernel bound, not the mean."""
+    return [Check(by[case]["kernel"], by[case].get("vs_fine_pct"), "<=", bound)
+            for by in (_cases(src, gpu, s) for s in ours.stems(gpu))]
+
+
+@_measure(_kernel_needs)
+def near_fine_split(src, gpu, case, strong, weak, bound):
+    """Fig. 6: `case` strong (Fine-Tuned's cycles / its own >= bound) on `strong` kernels and
+    suboptimal (below bound) on `weak` ones."""
+    checks = []
+    for kernels, op, word in ((strong, ">=", "strong"), (weak, "<", "suboptimal")):
+        for s in kernels:
+            by = _cases(src, gpu, s)
+            checks.append(Check(f"{by[case]['kernel']} ({word})", _ratio(_cycles(by.get("ATT/Fine-Tuned")),
+                                                                          _cycles(by.get(case))), op, bound))
+    return checks
+
+
+def _gain(src, gpu, case, over):
+    return _geomean([_ratio(_cycles(_cases(src, gpu, s).get(over)), _cycles(_cases(src, gpu, s).get(case)))
+                     for s in ours.stems(gpu)])
+
+
+@_measure(lambda a: [k for g in [a["gpu"], *a["others"]] for k in _kernel_needs({"gpu": g})])
+def gain_largest(src, gpu, others, case, over):
+    """Fig. 10: `case`'s geomean speedup over `over` on `gpu` above that on each other GPU."""
+    mine = _gain(src, gpu, case, over)
+    return [Check(f"{gpu} vs {o}", mine, ">", _gain(src, o, case, over)) for o in others]
+
+
+@_measure(_kernel_needs)
+def space_size(src, gpu, kernel):
+    """How many configurations our Fine-Tuned searches (one tile for all queues, slots per run
+    of identical queues, those that fit)."""
+    return len(src[("kernel", gpu, kernel)]["space"])
+
+
 # ---------------------------------------------------------------- Fig. 1
 @_measure(lambda a: [("portability",)])
 def portability_max(src, kind, scope, source=None, targets=None):
@@ -256,6 +322,109 @@ def layer_slower(src, workload, layers, case):
     all_layers = src[("workload", workload)]["layers"]
     return [Check(f"{ref} ({lay['name']})", lay[f"{case}_ns"], ">", lay["quco_ns"])
             for ref, lay in ((ref, find_layer(all_layers, ref)) for ref in layers)]
+
+
+@_measure(_kernel_needs)
+def slots_above(src, gpu, kernel, case, than):
+    """Fig. 7: the ablated step gives more streaming slots than QuCo's own pick (the paper:
+    "4, or even 8 slots instead of 2")."""
+    data = src[("kernel", gpu, kernel)]
+    by = _cases(src, gpu, kernel)
+
+    def slots(c):
+        row = by.get(c)
+        if not row or row.get("tile") is None:
+            return None
+        return pick_of(row["tile"], [int(x) for x in row["slots"].split("/")], data["streaming"], row["config"]).slots
+    return [Check(f"{data['name']}: {case} {by[case]['config']} vs {than} {by[than]['config']}", slots(case), ">",
+                  slots(than))]
+
+
+@_measure(_kernel_needs)
+def speedups_at_least(src, gpu, kernels, num, den, bound):
+    """cycles(num) / cycles(den) >= bound on each kernel (a speedup of `den` over `num`)."""
+    checks = []
+    for s in kernels:
+        by = _cases(src, gpu, s)
+        checks.append(Check(f"{by[den]['kernel']}: {num} / {den}", _ratio(_cycles(by.get(num)), _cycles(by.get(den))),
+                            ">=", bound))
+    return checks
+
+
+@_measure(_kernel_needs)
+def gaps_below(src, gpu, bound, case="QuCo"):
+    """Each kernel's gap to ATT/Fine-Tuned (%) at most `bound`: a per-kernel bound, not the mean."""
+    return [Check(by[case]["kernel"], by[case].get("vs_fine_pct"), "<=", bound)
+            for by in (_cases(src, gpu, s) for s in ours.stems(gpu))]
+
+
+@_measure(_kernel_needs)
+def near_fine_split(src, gpu, case, strong, weak, bound):
+    """Fig. 6: `case` strong (Fine-Tuned's cycles / its own >= bound) on `strong` kernels and
+    suboptimal (below bound) on `weak` ones."""
+    checks = []
+    for kernels, op, word in ((strong, ">=", "strong"), (weak, "<", "suboptimal")):
+        for s in kernels:
+            by = _cases(src, gpu, s)
+            checks.append(Check(f"{by[case]['kernel']} ({word})", _ratio(_cycles(by.get("ATT/Fine-Tuned")),
+                                                                          _cycles(by.get(case))), op, bound))
+    return checks
+
+
+def _gain(src, gpu, case, over):
+    return _geomean([_ratio(_cycles(_cases(src, gpu, s).get(over)), _cycles(_cases(src, gpu, s).get(case)))
+                     for s in ours.stems(gpu)])
+
+
+@_measure(lambda a: [k for g in [a["gpu"], *a["others"]] for k in _kernel_needs({"gpu": g})])
+def gain_largest(src, gpu, others, case, over):
+    """Fig. 10: `case`'s geomean speedup over `over` on `gpu` above that on each other GPU."""
+    mine = _gain(src, gpu, case, over)
+    return [Check(f"{gpu} vs {o}", mine, ">", _gain(src, o, case, over)) for o in others]
+
+
+@_measure(_kernel_needs)
+def space_size(src, gpu, kernel):
+    """How many configurations our Fine-Tuned searches (one tile for all queues, slots per run
+    of identical queues, those that fit)."""
+    return len(src[("kernel", gpu, kernel)]["space"])
+
+
+@_measure(lambda a: [("workload", a["workload"])])
+def layers_fastest(src, workload, layers, others):
+    """Fig. 9: on each named layer QuCo at least as fast as each baseline (ours: the n-th layer
+    of the type's prefix, as find_layer reads the paper's names and figures.fig9 draws them)."""
+    all_layers = src[("workload", workload)]["layers"]
+    return [Check(f"{ref} ({lay['name']}): {o} / QuCo", _ratio(lay[f"{o}_ns"], lay["quco_ns"]), ">=", 1.0)
+            for ref, lay in ((ref, find_layer(all_layers, ref)) for ref in layers) for o in others]
+
+
+def _speedups(src, workloads, case):
+    """Each workload's whole-run speedup of `case` over Fine-Tuned."""
+    return [_ratio(src[("workload", w)]["summary"]["fine_ns"], src[("workload", w)]["summary"][f"{case}_ns"])
+            for w in workloads]
+
+
+@_measure(lambda a: [("workload", w) for w in a["workloads"]])
+def geomean_highest(src, workloads):
+    """Fig. 8's Geomean column: QuCo's geomean speedup over Fine-Tuned at least Fine-Tuned's own
+    (1.0) and Semi-Tuned's."""
+    quco = _geomean(_speedups(src, workloads, "quco"))
+    return [Check("QuCo vs ATT/Fine-Tuned", quco, ">=", 1.0),
+            Check("QuCo vs ATT/Semi-Tuned", quco, ">=", _geomean(_speedups(src, workloads, "semi")))]
+
+
+@_measure(lambda a: [("workload", w) for w in a["composite"] + a["models"]])
+def gain_subtler(src, composite, models):
+    """Fig. 8: QuCo's gain over Fine-Tuned smaller on the composite kernels than on the models."""
+    return [Check("composite kernels vs full models (geomean speedup over Fine-Tuned)",
+                  _geomean(_speedups(src, composite, "quco")), "<", _geomean(_speedups(src, models, "quco")))]
+
+
+@_measure(lambda a: [("workload", w) for w in a["workloads"]])
+def unique_configs(src, workloads):
+    """Fig. 11: how many distinct configurations QuCo gives each workload's layers."""
+    return [len({lay["quco_config"] for lay in src[("workload", w)]["layers"]}) for w in workloads]
 
 
 # ---------------------------------------------------------------- Fig. 12: DVFS
@@ -292,6 +461,49 @@ def dvfs_first_same(src, traces):
     return checks
 
 
+@_measure(lambda a: [("dvfs", t) for t in a["traces"]])
+def dvfs_most_layers(src, traces, share):
+    """QuCo-HW strictly faster than QuCo-SW on more than `share` of each trace's layers."""
+    checks = []
+    for t in traces:
+        rows = src[("dvfs", t)]["rows"]
+        checks.append(Check(f"{t}: share of layers HW faster", sum(r["hw_ns"] < r["sw_ns"] for r in rows) / len(rows),
+                            ">", share))
+    return checks
+
+
+def hold_phase(rows: list[dict]) -> list[dict]:
+    """The layers from where the clock reaches its last value and stays there."""
+    start = len(rows)
+    while start > 0 and rows[start - 1]["clock_mhz"] == rows[-1]["clock_mhz"]:
+        start -= 1
+    return rows[start:]
+
+
+@_measure(lambda a: [("dvfs", a["trace"])])
+def dvfs_hold_gains(src, trace):
+    """Decrease-hold: in the hold phase HW faster on most layers and over the phase as a whole."""
+    rows = hold_phase(src[("dvfs", trace)]["rows"])
+    sw, hw = sum(r["sw_ns"] for r in rows), sum(r["hw_ns"] for r in rows)
+    at = f"{len(rows)} layers at {rows[0]['clock_mhz']:g} MHz"
+    return [Check(f"{at}: share HW faster", sum(r["hw_ns"] < r["sw_ns"] for r in rows) / len(rows), ">", 0.5),
+            Check(f"{at}: SW time / HW time", _ratio(sw, hw), ">", 1.0)]
+
+
+@_measure(lambda a: [("dvfs", a["trace"])])
+def dvfs_edges_negligible(src, trace, within):
+    """U-shaped: the layers before the clock first leaves its starting value and after it is back
+    for good differ by at most `within` (a fraction) between HW and SW."""
+    rows = src[("dvfs", trace)]["rows"]
+    first = rows[0]["clock_mhz"]
+    lo = next((i for i, r in enumerate(rows) if r["clock_mhz"] != first), len(rows))
+    hi = max((i for i, r in enumerate(rows) if r["clock_mhz"] != first), default=-1) + 1
+    edges = rows[:lo] + rows[hi:]
+    worst = max((abs(r["hw_speedup"] - 1.0) for r in edges), default=None)
+    return [Check(f"{len(edges)} layers at {first:g} MHz (before layer {lo + 1}, after layer {hi}): worst |HW/SW - 1|",
+                  worst, "<=", within)]
+
+
 # ---------------------------------------------------------------- Section VI: the unit's cost
 @_measure(lambda a: [("launch", a["gpu"])])
 def cold_instructions(src, gpu):
@@ -308,3 +520,36 @@ def reconf_share(src, gpu, fraction):
         checks.append(Check(launches[s]["name"], launches[s]["reconf_ns"], "<",
                             fraction * kernel_ns if kernel_ns else None))
     return checks
+
+
+@_measure(lambda a: [("firmware",)] + [("launch", g) for g in a["gpus"]])
+def memories(src, gpus):
+    """Section VI: 8 KiB ROM, 2 KiB data, a 256-byte GST, one image for every GPU. The data
+    buffer holds .bss and the stack: its static part plus the deepest stack of every launch."""
+    fw = src[("firmware",)]
+    deepest = max(k["stack_bytes"] for g in gpus for k in src[("launch", g)]["kernels"].values())
+    static = fw["data_static_bytes"]
+    checks = [Check("ROM: code and constants (bytes)", fw["rom_bytes"], "<=", 8192),
+              Check("data: .bss + deepest stack (bytes)", None if static is None else static + deepest, "<=", 2048),
+              Check("GST region (bytes)", fw["gst_region"], "==", 256)]
+    checks += [Check(f"GST {g} (bytes)", n, "<=", 256) for g, n in fw["gst_bytes"].items()]
+    for g in gpus:
+        launch = src[("launch", g)]
+        checks.append(Check(f"{g}: the same image (sha256)", launch["firmware_sha256"][:12], "==", fw["sha256"][:12]))
+        checks.append(Check(f"{g}: kernels configured", sum(k["ok"] for k in launch["kernels"].values()), "==",
+                            len(launch["kernels"])))
+    return checks
+
+
+# ---------------------------------------------------------------- the real-hardware section (hook)
+@_measure(lambda a: [("hardware",)])
+def hardware_column(src, column, kernels=None):
+    """One column of quco.perfmodel.hardware.table()'s rows (kernel x size of the H100 data), every
+    row's value or those of `kernels`: a range claim holds when every value is in range, e.g.
+    column "quco_cost_pct" (QuCo's pick measured, % over the measured best) at most the paper's
+    1.04, or "spearman" at least 0.9. No claim uses it yet: docs/paper.md, "Adding the
+    real-hardware section"."""
+    rows = [r for r in src[("hardware",)]["rows"] if kernels is None or r["kernel"] in kernels]
+    if not rows:
+        raise SourceFailed(f"no hardware row for {', '.join(kernels or ['any kernel'])}")
+    return [r[column] for r in rows]

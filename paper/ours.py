@@ -8,6 +8,13 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
     ("dvfs", trace)          quco.workloads.dvfs.compare on Whisper-Tiny (Fig. 12)
     ("portability",)         quco.perfmodel.evaluate.portability over the three GPUs' Fine-Tuned
                              picks (Fig. 1); made from the kernel sources, after them
+    ("firmware",)            the firmware image itself: ROM and data bytes it takes, its digest, the
+                             GST presets' sizes (Section VI)
+    ("hardware",)            HOOK for the real-hardware section: quco.perfmodel.hardware.table() (the
+                             performance-model branch adds it; bench/hardware.py prints the same rows:
+                             measured H100 cost of QuCo's pick and of the model's best per kernel x
+                             size, rank correlation); absent, the claims that need it say "could not
+                             compute" with that reason
 
 `compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
@@ -16,11 +23,16 @@ the claims that need it say "could not compute", the others are still judged.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
+import time
+from pathlib import Path
 
 from ..examples import KERNELS, WORKLOADS
 from ..gst import tables
-from ..host.device import QUCO_CLOCK_MHZ, Device
+from ..gst import abi
+from ..host.device import QUCO_CLOCK_MHZ, Device, firmware_path
 from ..host.kernel import load_kernel
 from ..perfmodel.work import STREAMING, Config
 
@@ -65,6 +77,8 @@ def gpus_of(key: tuple) -> set[str]:
         return {workload_gpu(key[1])}
     if kind == "dvfs":
         return {DVFS_GPU}
+    if kind == "hardware":
+        return set()      # measured data, no GPU of ours runs
     return set(GPUS)
 
 
@@ -72,10 +86,19 @@ def gpus_of(key: tuple) -> set[str]:
 def source(task) -> dict:
     """Top-level and picklable: what sweep.run calls in a worker. (key, firmware)."""
     key, firmware = task
+    start = time.process_time()
     try:
-        return _SOURCES[key[0]](*key[1:], firmware=firmware)
+        out = _SOURCES[key[0]](*key[1:], firmware=firmware)
     except Exception as e:   # reported on the claims that need it, never hidden
-        return {"error": f"{type(e).__name__}: {e}"}
+        out = {"error": f"{type(e).__name__}: {e}"}
+    # the CPU time it took, and the worker's CPU before it (its start-up, on its first task):
+    # bench/paper.py shows where the time goes; never in a row or a file
+    out[SECONDS] = time.process_time() - start
+    out[WORKER] = (os.getpid(), start)
+    return out
+
+
+SECONDS, WORKER = "_cpu_seconds", "_worker"
 
 
 def _streaming(queues) -> list[bool]:
@@ -94,8 +117,39 @@ def _launch(gpu: str, firmware=None) -> dict:
         out[stem] = {"name": k.name, "ok": res.ok, "message": res.message, "tile": res.tile, "slots": slots,
                      "streaming": _streaming(k.queues), "cache_hit": res.cache_hit,
                      "label": _label(k, res.tile, slots) if res.ok else None,
-                     "instructions": res.instructions, "reconf_cycles": res.cost.cycles, "reconf_ns": res.cost.ns}
-    return {"gpu": gpu, "kernels": out}
+                     "instructions": res.instructions, "reconf_cycles": res.cost.cycles, "reconf_ns": res.cost.ns,
+                     "stack_bytes": dev.stack_high_water()}
+    return {"gpu": gpu, "kernels": out, "firmware_sha256": _digest(firmware_path(firmware))}
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _firmware(firmware=None) -> dict:
+    """Section VI's memories against the image: what the ELF puts in ROM, the data buffer's static
+    part (.data + .bss, up to __bss_end), and the GST each preset packs."""
+    from ..emulator import elf
+    path = firmware_path(firmware)
+    image = elf.load(path)
+    bss_end = image.addresses.get("__bss_end")
+    return {"rom_bytes": image.text_bytes, "rom_size": abi.ROM.size, "data_size": abi.DATA.size,
+            "data_static_bytes": None if bss_end is None else bss_end - abi.DATA.base,
+            "gst_region": abi.GST_REGION.size, "gst_bytes": {g: len(tables.load(g)) for g in GPUS},
+            "sha256": _digest(path)}
+
+
+def _hardware(firmware=None) -> dict:
+    """The real-hardware hook: quco.perfmodel.hardware.table() (the performance-model branch adds
+    it; bench/hardware.py prints the same rows): one dict per kernel x size of the H100
+    measurements, with the measured cost of QuCo's pick and of the model's best over the measured
+    best (quco_cost_pct, model_best_cost_pct) and the rank correlation (spearman)."""
+    try:
+        from ..perfmodel import hardware
+    except ImportError:
+        raise FileNotFoundError("quco.perfmodel.hardware is not in this tree (the performance-model branch adds it)") \
+            from None
+    return {"rows": list(hardware.table())}
 
 
 def _label(k, tile, slots) -> str:
@@ -108,24 +162,31 @@ def _kernel(gpu: str, stem: str, firmware=None) -> dict:
     k = kernel(gpu, stem)
     gst = tables.load(gpu)
     rows = evaluate.kernel_rows(gpu, gst, k, firmware, ablations=True)
+    by_pick, space = _space(k, gst)
     return {"gpu": gpu, "stem": stem, "name": k.name, "streaming": _streaming(k.queues), "rows": rows,
-            "by_pick": _best_by_pick(k, gst)}
+            "by_pick": by_pick, "space": space}
 
 
-def _best_by_pick(k, gst: bytes) -> dict:
-    """{"tile/slots": cycles}: the model's best configuration with that tile and that many slots
-    on every streaming queue (the stationary queues' slots at their best: the paper gives one
-    count per kernel). The exhaustive ranking kernel_rows made is cached, so this costs lookups."""
+def _space(k, gst: bytes) -> tuple[dict, list]:
+    """The exhaustive search Fine-Tuned makes (one tile for every queue, slots per run of identical
+    queues), as (by_pick, space):
+    by_pick {"tile/slots": cycles}: the best configuration with that tile and that many slots on
+      every streaming queue (the stationary queues' at their best: the paper gives one count);
+    space [[tile, streaming slots (None when they differ), cycles], ...]: every point, best first,
+      for the chance that a random configuration passes a claim (measures.CHANCES).
+    The exhaustive ranking kernel_rows made is cached, so this costs lookups."""
     from ..perfmodel import search
     from ..perfmodel.params import machine
     from ..perfmodel.work import Work
     g, work = tables.unpack(gst), Work.of(k)
-    out = {}
+    by_pick, space = {}, []
     for r in search.exhaustive(machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), g, work):   # best first
         streaming = {s for q, s in zip(work.queues, r.config.slots) if q.type == STREAMING}
-        if len(streaming) == 1:
-            out.setdefault(f"{r.config.tile}/{streaming.pop()}", r.outcome.cycles)
-    return out
+        one = streaming.pop() if len(streaming) == 1 else None
+        if one is not None:
+            by_pick.setdefault(f"{r.config.tile}/{one}", r.outcome.cycles)
+        space.append([r.config.tile, one, r.outcome.cycles])
+    return by_pick, space
 
 
 def _workload(name: str, firmware=None) -> dict:
@@ -165,7 +226,8 @@ def _dvfs(trace: str, firmware=None) -> dict:
     return {"trace": trace, "gpu": DVFS_GPU, "workload": w.name, "rows": rows, "summary": result["summary"]}
 
 
-_SOURCES = {"launch": _launch, "kernel": _kernel, "workload": _workload, "dvfs": _dvfs}
+_SOURCES = {"launch": _launch, "kernel": _kernel, "workload": _workload, "dvfs": _dvfs, "firmware": _firmware,
+            "hardware": _hardware}
 
 
 def portability(kernel_sources: dict) -> list[dict]:
@@ -189,7 +251,18 @@ def portability(kernel_sources: dict) -> list[dict]:
 
 # ---------------------------------------------------------------- the whole fan-out
 # the long tasks first: the pool then ends on short ones (seconds measured on this machine)
-_COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3}
+_COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3, "hardware": 4, "firmware": 5}
+
+
+def _order(key: tuple) -> tuple:
+    """Longest first, so that two workers end together (bench/paper.py: the Radeon 530's 9-queue
+    kernels take 4-10 s, a vector kernel 1-1.5 s): among kernel sources, the GPU with the fewest CUs
+    first (more work-groups per CU: a longer simulation of each configuration), then the kernels
+    with more queues (a larger space to search)."""
+    if key[0] != "kernel":
+        return (_COST[key[0]], 0, 0, key)
+    cus = tables.unpack(tables.load(key[1]))["num_cus"]
+    return (_COST["kernel"], cus, -len(kernel(key[1], key[2]).queues), key)
 
 
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
@@ -199,7 +272,7 @@ def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) ->
     tasks = [k for k in keys if k[0] != "portability"]
     if ("portability",) in keys:
         tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
-    tasks.sort(key=lambda k: (_COST[k[0]], k))
+    tasks.sort(key=_order)
     results = sweep.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
                         chunk=1, progress=progress)
     out = dict(zip(tasks, results))

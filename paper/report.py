@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
@@ -16,16 +17,19 @@ from pathlib import Path
 
 from ..host.atomic import write_text
 from . import figures
-from .scorecard import counts, summary_line, trend_line
+from .scorecard import counts, summary_lines, trend_line
 from .verdict import VERDICTS
 
-CSV_COLUMNS = ("id", "source", "statement", "paper", "ours", "verdict", "kind", "lo", "hi", "tolerance", "tiles",
-               "slots", "reason", "note", "detail", "why_missing", "value")
+CSV_COLUMNS = ("id", "source", "statement", "paper", "ours", "verdict", "way", "weight", "chance", "kind", "lo", "hi",
+               "tolerance", "tiles", "slots", "reason", "weight_reason", "note", "quote", "detail", "why_missing",
+               "value")
 
 
 def check_out_dir(path) -> Path:
     """--out: a folder that exists or can be made, and that we can write in. OSError
     (with a message naming the folder) otherwise, before any work is done."""
+    if str(path) == "":
+        raise OSError(errno.ENOENT, "--out: no output folder given (an empty name)")
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out}: exists and is not a folder")
@@ -43,7 +47,8 @@ def csv_text(rows: list[dict]) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({**r, "value": json.dumps(r["value"]), "tiles": _list(r["tiles"]), "slots": _list(r["slots"])})
+        w.writerow({**r, "value": json.dumps(r["value"]), "tiles": _list(r["tiles"]), "slots": _list(r["slots"]),
+                    "chance": "" if r.get("chance") is None else f"{r['chance']:.4f}"})
     return buf.getvalue()
 
 
@@ -55,32 +60,57 @@ def _cell(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[dict] | None = None) -> str:
+def _verdict(r: dict) -> str:
+    text = r["verdict"] + (f" ({r['way']})" if r.get("way") else "")
+    return f"**{text}**" if r["verdict"] == "differs" else text
+
+
+def _weight(r: dict) -> str:
+    return r.get("weight", "") + (f" ({r['chance']:.0%})" if r.get("chance") is not None else "")
+
+
+def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[dict] | None = None,
+             removed: list[str] | None = None) -> str:
     n = counts(rows)
+    summary = summary_lines(rows)
+    held = [r["id"] for r in rows if r.get("weight") == "evidence" and r["verdict"] == "holds"]
     lines = ["# The QuCo paper (HPCA'26), claim by claim", "",
              f"`{command}`", "",
-             f"**{summary_line(rows)}**", "",
+             f"**{summary[0]}**", "", "```", *summary[1:], "```", "",
+             "Only an **evidence** row that holds counts as reproduced. A row's weight says what its \"holds\" is "
+             "worth: **fitted** rows are the calibration targets (QuCo's own Table III column for the algorithm, "
+             "the Fine-Tuned column for the performance model), so a hold there is a residual; **derived** rows "
+             "follow from other rows; an evidence row is **weak** when a random configuration of the space our "
+             "Fine-Tuned searches would pass it with 25% or more (the share is shown after the weight). Each row's "
+             "weight has its reason (at the end). A **differs** is a finding about this tree, not a failed test: "
+             "it says which way it goes: *against* (QuCo does worse here than the paper says), *in our favour* "
+             "(better), or *neither way* (another pick, or a claim neither side of which favours QuCo).", "",
+             f"Evidence that holds ({len(held)}): " + (", ".join(f"`{i}`" for i in held) or "none") + ".", "",
              "Each row is one claim of the paper that a number or a direction can check (the claims are data: "
              "`paper/claims.toml`). *paper* is the paper's value, *ours* what this tree computes: picks from the "
              "firmware on the emulated unit, cases and ablations from the performance model, models and DVFS from "
              "the workload runner. Verdicts: **holds** (ours is the paper's), **within tolerance** (within the "
              "claim's written tolerance), **differs**, **no verdict** (the Radeon 530's Table III column is withheld "
-             "from us: our picks are shown, never judged), **could not compute**. docs/paper.md explains the "
-             "tolerances; every claim's reason is listed at the end.", ""]
+             "from us: our picks are shown, never judged; Fig. 11, a distribution with no number), "
+             "**could not compute**. docs/paper.md explains the tolerances; every claim's reason is listed at "
+             "the end.", ""]
     if changed is not None:
         lines += ["## Changed since the baseline", "", trend_line(changed) + ".", ""]
         if changed:
-            lines += ["| claim | verdict before | verdict | ours before | ours | trend |", "|---|---|---|---|---|---|"]
-            lines += [f"| `{c['id']}` | {c['verdict_before']} | {c['verdict']} | {_cell(c['ours_before'])} | "
-                      f"{_cell(c['ours'])} | {c['trend']} |" for c in changed]
+            lines += ["| claim | verdict before | verdict | weight before | weight | ours before | ours | trend |",
+                      "|---|---|---|---|---|---|---|---|"]
+            lines += [f"| `{c['id']}` | {c['verdict_before']} | {c['verdict']} | {c['weight_before']} | {c['weight']} | "
+                      f"{_cell(c['ours_before'])} | {_cell(c['ours'])} | {c['trend']} |" for c in changed]
             lines.append("")
+        if removed:
+            lines += ["Removed from the claims file since the baseline: " + ", ".join(f"`{i}`" for i in removed) + ".", ""]
     lines += _figures([f for f in figs if f[0] is None])
     sources = list(dict.fromkeys(r["source"] for r in rows))
     for source in sources:
         mine = [r for r in rows if r["source"] == source]
-        lines += [f"## {source}", "", "| claim | statement | paper | ours | verdict |", "|---|---|---|---|---|"]
+        lines += [f"## {source}", "", "| claim | statement | paper | ours | verdict | weight |", "|---|---|---|---|---|---|"]
         lines += [f"| `{r['id']}` | {_cell(r['statement'])} | {_cell(r['paper'])} | {_cell(r['ours'])} | "
-                  f"{'**' + r['verdict'] + '**' if r['verdict'] == 'differs' else r['verdict']} |" for r in mine]
+                  f"{_verdict(r)} | {_weight(r)} |" for r in mine]
         lines.append("")
         lines += _figures([f for f in figs if f[0] == source])
     rest = [f for f in figs if f[0] is not None and f[0] not in sources]
@@ -89,9 +119,12 @@ def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[di
     lines += ["## Every claim: tolerance, reason, our comparisons", ""]
     for r in rows:
         bounds = _bounds(r)
-        lines += [f"- `{r['id']}` ({r['source']}, {r['verdict']}): {_cell(r['statement'])}. Paper: {_cell(r['paper'])}; "
+        lines += [f"- `{r['id']}` ({r['source']}, {_verdict(r)}, {_weight(r)}): {_cell(r['statement'])}. "
+                  + (f"The paper: \"{_cell(r['quote'])}\" " if r.get("quote") else "")
+                  + f"Paper: {_cell(r['paper'])}; "
                   f"ours: {_cell(r['detail'])}.{(' Judged: ' + bounds + '.') if bounds else ''} "
-                  f"Why: {_cell(r['reason'])}" + (f" Note: {_cell(r['note'])}" if r["note"] else "")
+                  f"Why: {_cell(r['reason'])} Weight: {_cell(r.get('weight_reason', ''))}"
+                  + (f" Note: {_cell(r['note'])}" if r["note"] else "")
                   + (f" Could not compute: {_cell(r['why_missing'])}" if r["why_missing"] else "")]
     lines += ["", "Counts: " + ", ".join(f"{v} {n[v]}" for v in VERDICTS), ""]
     return "\n".join(lines)
@@ -120,14 +153,14 @@ def _bounds(r: dict) -> str:
 
 
 def write(out_dir, rows: list[dict], sources: dict, command: str, changed: list[dict] | None = None,
-          progress=None) -> list[Path]:
+          progress=None, removed: list[str] | None = None) -> list[Path]:
     """Every file into `out_dir`; returns their paths. The same rows give the same bytes."""
     out = Path(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".paper-", dir=out))
     try:
         figs = figures.draw(sources, rows, tmp, progress)
         write_text(tmp / "rows.csv", csv_text(rows))
-        write_text(tmp / "report.md", markdown(rows, figs, command, changed))
+        write_text(tmp / "report.md", markdown(rows, figs, command, changed, removed))
         names = sorted((p.name for p in tmp.iterdir()), key=lambda n: (n == "report.md", n))
         for name in names:   # report.md last: once it is there, everything it shows is
             os.replace(tmp / name, out / name)

@@ -15,8 +15,17 @@ from dataclasses import asdict
 
 from . import claims as claims_mod
 from . import ours
+from .chance import chance as chance_of
+from .claims import WEAK, WEAK_CHANCE
 from .measures import MEASURES, SourceFailed, compute
-from .verdict import MISSING, VERDICTS, Check, Pick, judge, show
+from .verdict import (AGAINST, DIFFERS, FAVOUR, HOLDS, MISSING, NEITHER, NO_VERDICT, VERDICTS, WITHIN, Check, Pick,
+                      judge, show, way)
+
+WEIGHTS = ("evidence", WEAK, "fitted", "derived")   # the summary's order
+WEIGHT_MEANING = {"evidence": "count as reproduced when they hold",
+                  WEAK: f"a random configuration of the searched space passes with {WEAK_CHANCE:.0%} or more",
+                  "fitted": "calibration targets: a residual, not a prediction",
+                  "derived": "follow from other rows"}
 
 
 def needs(claim) -> list[tuple]:
@@ -50,11 +59,19 @@ def row(claim, sources: dict) -> dict:
     verdict = judge(claim, value)
     if verdict == MISSING and not why:
         why = "no value (nothing fits, or a case has no configuration)"
+    p = chance_of(claim, sources)
+    weight, weight_reason = claim.weight, claim.weight_reason
+    if weight == "evidence" and p is not None and p >= WEAK_CHANCE:
+        weight = WEAK
+        weight_reason = (f"a random configuration of the searched space passes it with probability {p:.0%} "
+                         f"(at least {WEAK_CHANCE:.0%}); declared: {claim.weight_reason}")
     return {"id": claim.id, "source": claim.source, "statement": claim.statement, "paper": claim.paper,
-            "ours": show(claim, value), "verdict": verdict, "kind": claim.kind,
+            "ours": show(claim, value), "verdict": verdict, "weight": weight, "chance": p,
+            "way": way(claim, value, verdict), "kind": claim.kind,
             "tolerance": claim.tolerance, "lo": claim.lo, "hi": claim.hi,
             "tiles": list(claim.tiles) if claim.tiles else None, "slots": list(claim.slots) if claim.slots else None,
             "reason": claim.reason, "note": claim.note, "detail": show(claim, value, detail=True),
+            "weight_declared": claim.weight, "weight_reason": weight_reason, "quote": claim.quote,
             "why_missing": why, "value": plain(value)}
 
 
@@ -72,9 +89,48 @@ def counts(rows: list[dict]) -> dict:
     return {v: c.get(v, 0) for v in VERDICTS}
 
 
+def weighted(rows: list[dict]) -> dict:
+    """{weight: {verdict: n, ..., "ways": {way: n}}} over the judged rows; "no verdict" apart."""
+    out = {}
+    for w in WEIGHTS:
+        mine = [r for r in rows if r.get("weight") == w and r["verdict"] != NO_VERDICT]
+        n = counts(mine)
+        del n[NO_VERDICT]
+        ways = collections.Counter(r.get("way") for r in mine if r["verdict"] in (WITHIN, DIFFERS))
+        out[w] = {"claims": len(mine), **n, "ways": {k: ways.get(k, 0) for k in (AGAINST, FAVOUR, NEITHER)}}
+    out[NO_VERDICT] = sum(r["verdict"] == NO_VERDICT for r in rows)
+    return out
+
+
+def _weight_text(n: dict) -> str:
+    parts = [f"{n[v]} {v}" for v in (HOLDS, WITHIN, DIFFERS, MISSING) if n[v]]
+    missed = n[WITHIN] + n[DIFFERS]
+    if missed:
+        ways = ", ".join(f"{k} {c}" for k, c in n["ways"].items() if c)
+        parts[-1 if not n[MISSING] else -2] += f" ({ways})"
+    return ", ".join(parts) or "none"
+
+
 def summary_line(rows: list[dict]) -> str:
-    n = counts(rows)
-    return f"{len(rows)} claims: " + ", ".join(f"{n[v]} {v}" for v in VERDICTS)
+    """The count line: only `evidence` holds count as reproduced."""
+    w = weighted(rows)
+    ev = w["evidence"]
+    return (f"{ev[HOLDS]} of {ev['claims']} evidence claims reproduced (hold); {len(rows)} claim"
+            f"{'' if len(rows) == 1 else 's'} in all, "
+            f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived)"
+            + (f" and {w[NO_VERDICT]} without a verdict" if w[NO_VERDICT] else ""))
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    """The count line, then one line per weight: its verdicts and, for the misses, which way."""
+    w = weighted(rows)
+    lines = [summary_line(rows)]
+    for k in WEIGHTS:
+        if w[k]["claims"]:
+            lines.append(f"  {k:<9}{w[k]['claims']:>4}: {_weight_text(w[k])}  [{WEIGHT_MEANING[k]}]")
+    if w[NO_VERDICT]:
+        lines.append(f"  {'shown':<9}{w[NO_VERDICT]:>4}: no verdict (the Radeon 530's withheld picks, Fig. 11)")
+    return lines
 
 
 # ---------------------------------------------------------------- against an earlier run
@@ -100,19 +156,28 @@ def read_baseline(path) -> dict[str, dict]:
 
 
 def changes(rows: list[dict], before: dict[str, dict]) -> list[dict]:
-    """Claims whose verdict or value changed since `before` (read_baseline), new ones included;
-    `trend`: better / worse (holds > within tolerance > differs) / changed."""
+    """Claims whose verdict, weight or value changed since `before` (read_baseline), new ones
+    included; `trend`: better / worse (holds > within tolerance > differs) / changed. A baseline
+    from before weights (no column) counts every row as evidence."""
     out = []
     for r in rows:
         old = before.get(r["id"])
-        if old is not None and (old["verdict"], old["ours"]) == (r["verdict"], r["ours"]):
+        if old is not None and (old["verdict"], old["ours"], old.get("weight") or "evidence") == \
+                (r["verdict"], r["ours"], r.get("weight", "evidence")):
             continue
         was = old["verdict"] if old else "(new claim)"
         a, b = RANK.get(was), RANK.get(r["verdict"])
         trend = "changed" if a is None or b is None or a == b else ("better" if b > a else "worse")
         out.append({"id": r["id"], "verdict_before": was, "verdict": r["verdict"],
+                    "weight_before": (old.get("weight") or "evidence") if old else "", "weight": r.get("weight", ""),
                     "ours_before": old["ours"] if old else "", "ours": r["ours"], "trend": trend})
     return out
+
+
+def dropped(rows: list[dict], before: dict[str, dict]) -> list[str]:
+    """The baseline's claims this run does not have (removed from the claims file, or not selected)."""
+    now = {r["id"] for r in rows}
+    return [i for i in before if i not in now]
 
 
 def trend_line(changed: list[dict]) -> str:

@@ -99,7 +99,9 @@ def check_result(c: Check, tolerance: float) -> str:
 
 
 def _compare(a, op: str, b) -> bool:
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    """With the float-noise margin: 3.0000000000000027 <= 3 holds, and is no more than 3 for ">"."""
+    m = _margin(b)
+    return {"<": a < b - m, "<=": a <= b + m, ">": a > b + m, ">=": a >= b - m}[op]
 
 
 def _combine_all(results: list[str]) -> str:
@@ -122,6 +124,29 @@ def judge_checks(checks: list[Check], tolerance: float, mode: str = "all") -> st
         if v in results:
             return v
     return DIFFERS
+
+
+# ---------------------------------------------------------------- which way a miss goes
+FAVOUR, AGAINST, NEITHER = "in our favour", "against", "neither way"
+
+
+def way(claim, ours, verdict: str) -> str:
+    """Which way a row that does not hold goes, "" for one that does (or has no verdict):
+    FAVOUR (QuCo looks better here than in the paper), AGAINST, or NEITHER (another pick, or a
+    claim whose either side favours no one: the claim's `better` = "none")."""
+    if verdict not in (WITHIN, DIFFERS):
+        return ""
+    if claim.kind == "pick" or claim.better == "none":
+        return NEITHER
+    if claim.kind in ("all", "any"):
+        return AGAINST    # the paper's direction, which favours QuCo, does not hold
+    values = ours if isinstance(ours, (list, tuple)) else [ours]
+    sides = {("below" if claim.lo is not None and v < claim.lo else "above") for v in values
+             if v is not None and judge_value(claim.lo, claim.hi, 0.0, v) != HOLDS}
+    if len(sides) != 1:
+        return NEITHER    # misses on both sides of the range
+    favoured = "above" if claim.better == "higher" else "below"
+    return FAVOUR if sides.pop() == favoured else AGAINST
 
 
 # ---------------------------------------------------------------- showing ours

@@ -104,18 +104,22 @@ def test_ours_is_shown_readably():
 
 
 # ---------------------------------------------------------------- the claims file
-GOOD = {"reasons": {"exact": "picks are exact"},
+GOOD = {"reasons": {"exact": "picks are exact", "fit": "the rules were chosen on it"},
         "claim": [{"id": "a-1", "source": "Table III", "statement": "s", "paper": "512 / 4", "kind": "pick",
                    "tiles": [512], "slots": [4], "reason": "@exact", "measure": "firmware_pick",
-                   "args": {"gpu": "r9-nano", "kernel": "matrix-matrix"}},
+                   "args": {"gpu": "r9-nano", "kernel": "matrix-matrix"}, "weight": "fitted", "weight_reason": "@fit"},
                   {"id": "b-2", "source": "Fig. 7", "statement": "s", "paper": "up to 1.25x", "kind": "range",
-                   "lo": 1.2, "hi": 1.3, "tolerance": 0.05, "reason": "read off a bar", "measure": "cycles_ratio"}]}
+                   "lo": 1.2, "hi": 1.3, "tolerance": 0.05, "reason": "read off a bar", "measure": "cycles_ratio",
+                   "weight": "evidence", "weight_reason": "nothing fitted on Fig. 7", "better": "higher",
+                   "quote": "up to 25%"}]}
 
 
 def test_a_claims_file_parses_and_resolves_named_reasons():
     a, b = parse(copy.deepcopy(GOOD), "c.toml", measures={"firmware_pick", "cycles_ratio"})
     assert (a.reason, a.tiles, a.slots, a.args["kernel"]) == ("picks are exact", (512,), (4,), "matrix-matrix")
+    assert (a.weight, a.weight_reason, a.better) == ("fitted", "the rules were chosen on it", None)
     assert (b.lo, b.hi, b.tolerance, b.reason) == (1.2, 1.3, 0.05, "read off a bar")
+    assert (b.weight, b.weight_reason, b.better, b.quote) == ("evidence", "nothing fitted on Fig. 7", "higher", "up to 25%")
 
 
 @pytest.mark.parametrize("change, words", [
@@ -128,6 +132,12 @@ def test_a_claims_file_parses_and_resolves_named_reasons():
     (lambda d: d["claim"][1].update(kind="maybe"), "kind"),
     (lambda d: d["claim"][1].update(tolerance=-1), "tolerance"),
     (lambda d: d["claim"][1].pop("reason"), "reason"),
+    (lambda d: d["claim"][1].pop("weight"), "claim[1].weight: missing"),
+    (lambda d: d["claim"][1].update(weight="weak"), "claim[1].weight"),           # weak is computed, never declared
+    (lambda d: d["claim"][0].pop("weight_reason"), "claim[0].weight_reason: missing"),
+    (lambda d: d["claim"][0].update(weight_reason="@nope"), "weight_reason: '@nope' names no entry of [reasons]"),
+    (lambda d: d["claim"][1].pop("better"), "a range says which side of a miss favours QuCo"),
+    (lambda d: d["claim"][1].update(better="up"), "claim[1].better"),
 ])
 def test_a_bad_claims_file_is_refused_with_the_claim_and_field(change, words):
     doc = copy.deepcopy(GOOD)
@@ -219,13 +229,16 @@ def test_best_by_pick_is_the_best_stationary_slots_for_each_streaming_pick():
     from quco.perfmodel.work import Work
     from quco.gst import tables
     k = ours.kernel("r9-nano", "matrix-vector")
-    table = ours._best_by_pick(k, tables.load("r9-nano"))
+    table, space = ours._space(k, tables.load("r9-nano"))
     g, work = tables.unpack(tables.load("r9-nano")), Work.of(k)
     ranked = search.exhaustive(machine(g), g, work)
     # by hand: the cheapest configuration with tile 512 and 2 slots on all eight streaming queues
     by_hand = min(r.outcome.cycles for r in ranked if r.config.tile == 512 and set(r.config.slots[:8]) == {2})
     assert table["512/2"] == by_hand
     assert min(table.values()) == ranked[0].outcome.cycles
+    # the space is every point Fine-Tuned searched, best first, streaming slots as one number
+    assert len(space) == len(ranked) and [p[2] for p in space] == [r.outcome.cycles for r in ranked]
+    assert all(p[1] == r.config.slots[0] for p, r in zip(space, ranked))   # the eight streaming queues share one
 
 
 def test_a_failed_source_is_named_on_the_claim():
@@ -269,12 +282,13 @@ FEW = ("table3-r9-nano-quco-matrix-matrix,table3-r9-nano-fine-matrix-matrix,fig6
 @pytest.mark.firmware
 def test_a_reduced_scorecard_prints_the_table_and_writes_the_report(capsys, tmp_path):
     out = tmp_path / "paper"
-    assert cli.main(["paper", "--claims", FEW, "--gpu", "r9-nano", "--workers", "1", "--out", str(out)]) == 0
+    assert cli.main(["paper", "--claims", FEW, "--gpu", "r9-nano", "--workers", "1", "--out", str(out), "--table"]) == 0
     printed = capsys.readouterr().out
     ids = FEW.split(",")
     assert all(i in printed for i in ids)
     summary = next(line for line in printed.splitlines() if line.startswith("scorecard: "))
-    assert "4 claims: " in summary and all(v in summary for v in ("holds", "within tolerance", "differs"))
+    assert " evidence claims reproduced (hold); 4 claims in all" in summary
+    assert "report.md explains every row" in printed and "evidence that holds" in printed
     with open(out / "rows.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert [r["id"] for r in rows] == ids
@@ -409,17 +423,31 @@ def test_gpu_selection_keeps_the_claims_that_run_on_those_gpus_alone():
 def test_figures_from_hand_made_workload_dvfs_and_portability_sources(tmp_path):
     from quco.paper import figures
     summary = {"semi_ns": 120.0, "fine_ns": 100.0, "quco_ns": 105.0}
-    rows = [{"index": i, "name": f"l{i}", "clock_mhz": c, "hw_speedup": 1.0} for i, c in enumerate((1500, 1300))]
-    src = {("workload", "w"): {"title": "W", "gpu": "r9-nano", "summary": summary},
-           ("dvfs", "t"): {"rows": rows, "summary": {"trace": "t", "trace_layers": 2}},
+    rows = [{"index": i, "name": f"l{i}", "clock_mhz": c, "hw_speedup": 1.0, "hw_ns": 10.0, "sw_ns": 10.0}
+            for i, c in enumerate((1500, 1300))]
+    layers = [{"quco_config": c} for c in ("512 / 2", "512 / 2", "256 / 4")]
+    src = {("workload", "w"): {"title": "W", "gpu": "r9-nano", "summary": summary, "layers": layers},
+           ("dvfs", "t"): {"rows": rows, "trace": "t", "summary": {"trace": "t", "trace_layers": 2}},
            ("portability",): [{"kind": "gpu", "scope": "Matrix-Matrix", "source": a, "target": b, "slowdown": 1.1}
                               for a in ("x", "y") for b in ("x", "y")],
            ("workload", "broken"): {"error": "UnitError: refused"}}   # left out, not drawn
     drawn = figures.draw(src, [], tmp_path)
-    assert [source for source, _, _ in drawn] == ["Fig. 1", "Fig. 8", "Fig. 12"]
+    assert [source for source, _, _ in drawn] == ["Fig. 1", "Fig. 8", "Fig. 11", "Fig. 12"]
     # Fig. 1's kinds are drawn apart (fig1-gpus, fig1-kernels); only "gpu" rows here
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1-gpus.png",
-                                                          "fig1-gpus.svg", "fig8.png", "fig8.svg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dvfs-t.png", "dvfs-t.svg", "fig1-gpus.png", "fig1-gpus.svg",
+                                                          "fig11.png", "fig11.svg", "fig8.png", "fig8.svg"]
+
+
+def test_a_dvfs_figure_draws_the_whole_run_the_hold_phase_included():
+    """The trace names 3 clocks; the run has 6 layers, the last clock holding for three: every
+    layer is drawn, and the cumulative line is SW's time so far over HW's (by hand)."""
+    from quco.paper import figures
+    clocks, sw, hw = (1500, 1200, 1000, 1000, 1000, 1000), (10, 10, 20, 20, 20, 20), (10, 8, 16, 16, 20, 25)
+    rows = [{"clock_mhz": c, "sw_ns": s, "hw_ns": h} for c, s, h in zip(clocks, sw, hw)]
+    x, per_layer, cumulative, drawn_clocks = figures.trace_lines(rows)
+    assert x == [1, 2, 3, 4, 5, 6] and list(drawn_clocks) == list(clocks)
+    assert per_layer == pytest.approx([1.0, 1.25, 1.25, 1.25, 1.0, 0.8])
+    assert cumulative == pytest.approx([1.0, 20 / 18, 40 / 34, 60 / 50, 80 / 70, 100 / 95])
 
 
 # ---------------------------------------------------------------- against an earlier run
