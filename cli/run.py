@@ -10,6 +10,7 @@ cli/main.py registers these commands and maps errors to exit codes.
 from __future__ import annotations
 
 import json
+import os
 
 from rich.table import Table
 from rich.text import Text
@@ -27,8 +28,10 @@ PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --la
 
 
 def _tenant(spec: str) -> runner.Tenant:
-    """WORKLOAD or WORKLOAD@CUS[:LDS]."""
-    path, at, share = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    """WORKLOAD or WORKLOAD@CUS[:LDS]. A file of that whole name (`a@b.json`) is the workload
+    itself: only what is not a file is split at its last '@'."""
+    whole = "@" not in spec or os.path.isfile(spec)
+    path, at, share = (spec, "", "") if whole else spec.rpartition("@")
     cus = lds = 0
     if at:
         parts = share.split(":")
@@ -282,6 +285,9 @@ def cmd_import(args) -> int:
         raise UserError("-o/--output: empty; expected the workload JSON file to write")
     if args.name is not None and not args.name.strip():
         raise UserError("--name: empty; expected the workload's name (or leave --name out: the graph's or the file's)")
+    if os.path.exists(args.output) and os.path.exists(args.model) and os.path.samefile(args.output, args.model):
+        raise UserError(f"-o/--output: {printable(args.output)} is the input model {printable(args.model)}; writing the "
+                        "workload there would overwrite the .onnx: expected another file (e.g. model.json)")
     doc, unsupported = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size,
                                            attention=args.attention, allow_partial=args.allow_partial)
     text = json.dumps(doc, indent=1) + "\n"

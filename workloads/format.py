@@ -31,6 +31,7 @@ MAX_LAYERS = 100_000          # after expanding repeats and groups
 MAX_GROUP_DEPTH = 32          # groups inside groups; a model's module tree is a few levels deep,
                               # and the schema check and expansion recurse once per level
 KINDS = ("gemm", "conv", "kernel", "kernel_file")
+BODY_OPTIONS = ("elem_size", "consumer_wavefronts", "rows_per_work_group")
 KERNEL_NAME_MAX = 128         # kernel.json's name (host/kernel.schema.json)
 
 
@@ -134,6 +135,26 @@ def kernel_name(name: str) -> str:
     return name if len(name) <= KERNEL_NAME_MAX else name[:KERNEL_NAME_MAX - 3] + "..."
 
 
+def _derived(body: dict, defaults: dict, name: str, base: Path, where: str) -> tuple[Kernel, list[str]]:
+    """_kernel_of, remembered across workloads by the body alone (a kernel file excepted: it can
+    change on disk): `import` loads each new layer type on its own and then the whole file, and
+    checking a kernel costs milliseconds, 20,000 types a minute. A body that fails is derived
+    again with its own `where`, so the messages name the layer."""
+    if "kernel_file" in body:
+        return _kernel_of(body, defaults, name, base, where)
+    try:
+        own = {k: v for k, v in body.items() if k in KINDS or k in BODY_OPTIONS}   # what _kernel_of reads
+        kernel, lines = _derived_by_body(json.dumps(own, sort_keys=True), json.dumps(defaults, sort_keys=True))
+    except (KernelError, ValueError):
+        return _kernel_of(body, defaults, name, base, where)
+    return kernel.with_fields(name=name), lines
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _derived_by_body(body: str, defaults: str) -> tuple[Kernel, list[str]]:
+    return _kernel_of(json.loads(body), json.loads(defaults), "layer", Path("."), "")
+
+
 def _kernel_problems(problems: list[str], body: dict, where: str) -> list[str]:
     """A layer's kernel errors, naming what the user wrote: the inline kernel's own messages,
     the kernel file's, or for gemm/conv the sizes whose derived kernel breaks a rule (not the
@@ -186,7 +207,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
             key = (it.get("type"), json.dumps(body, sort_keys=True))
             try:
                 if key not in built:
-                    built[key] = _kernel_of(body, defaults, kernel_name(it.get("type", tname)), base, f"{file}: {label}")
+                    built[key] = _derived(body, defaults, kernel_name(it.get("type", tname)), base, f"{file}: {label}")
             except KernelError as e:
                 problems.extend(_kernel_problems(e.problems, body, f"{file}: {label}"))
                 continue
