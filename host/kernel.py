@@ -181,7 +181,7 @@ def split_problems(split_k: int, work_groups: int, lengths: list[int]) -> list[s
     if split_k == 1:
         return []
     out = []
-    if work_groups % split_k:  # also work_groups < split_k (0: no grid given)
+    if work_groups < split_k or work_groups % split_k:  # 0: no grid given
         out.append(f"grid.split_k: {split_k} does not divide grid.work_groups ({work_groups or 'not given'}): "
                    f"{split_k} work-groups share each queue length; expected a divisor of the work-groups")
     if lengths and split_k > min(lengths):
