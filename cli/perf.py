@@ -312,6 +312,11 @@ def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     from ..perfmodel.trace import chrome_trace
     g, m, work = model_of(kernel, gpu)
     cfg = Config(res.tile, tuple(q.slots for q in res.queues))
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        raise common.UserError(f"{printable(kernel.name)} on {printable(gpu)}: the unit's configuration {cfg.label(work)} "
+                               f"does not fit one work-group on a CU of the performance model (LDS {m.lds_bytes:,} "
+                               f"bytes, {m.barrier_limit} barriers, {m.max_waves} wavefronts): the unit's fit rule and "
+                               "the model's disagree", common.EXIT_MISMATCH)
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")

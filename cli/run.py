@@ -15,7 +15,7 @@ import os
 from rich.table import Table
 from rich.text import Text
 
-from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
+from .common import EXIT_MISMATCH, UserError, checked_gst, checked_profile, clock_mhz, err, out
 from .perf import model_bound
 from ..gst import abi, tables
 from ..gst.userinput import printable, whole_number
@@ -124,6 +124,8 @@ def cmd_run(args) -> int:
         compared = (dvfs.compare(gpu, tenants[0].workload, trace, clock_aware_best=not args.no_baselines,
                                  active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
                                  hw_run=(session, steps), **options) if trace else None)
+    except runner.ModelMismatch as e:
+        raise UserError(str(e), EXIT_MISMATCH) from None
     except runner.UnitError as e:
         raise UserError(str(e), 3) from None
     totals = {tid: {**runner.totals([s for s in steps if s.tenant == tid]), "skipped_layers": len(t.workload.skipped)}

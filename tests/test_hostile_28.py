@@ -416,3 +416,17 @@ def test_diff_compares_the_lds_bytes(monkeypatch):
     assert o.code == 1 and "NO" in o.out, (o.code, o.err)
     monkeypatch.setattr(cli_launch.reference, "configure", real)
     assert run_cli(["diff", str(MM_KERNEL), "--gpu", "r9-nano"], timeout=60).code == 0
+
+
+def test_a_fit_disagreement_between_unit_and_model_is_exit_1_not_a_traceback(tmp_path, monkeypatch):
+    """Should the unit's fit rule (LDS, barriers) and the model's ever part again, the commands
+    say so (exit 1: they disagree), not with the model's ValueError or as the unit's error (3)."""
+    from quco.cli import perf
+    monkeypatch.setattr(perf, "occupancy", lambda *a, **k: 0)
+    o = run_cli(["launch", write(tmp_path, SMALL), "--model"], timeout=60)
+    assert o.kind == "error" and o.code == 1 and "Traceback" not in o.err, (o.code, o.err, o.trace)
+    assert "does not fit one work-group on a CU of the performance model" in o.err and "disagree" in o.err
+    monkeypatch.setattr(runner, "model_ns", lambda *a: None)
+    w = write(tmp_path, {"name": "w", "layers": [{"name": "fc", "gemm": {"m": 64, "k": 64, "n": 64}}]}, "w.json")
+    o = run_cli(["run", w, "--no-baselines"], timeout=60)
+    assert o.code == 1 and "w.json: layer 0 (fc): the unit's configuration" in o.err and "disagree" in o.err, o.err

@@ -34,6 +34,11 @@ class UnitError(Exception):
     """The unit refused a layer's launch (status != OK); exit code 3."""
 
 
+class ModelMismatch(UnitError):
+    """The unit's configuration does not fit a CU on the performance model: the unit's fit rule
+    (LDS, barriers) and the model's disagree; exit code 1 (they disagree), not the input's fault."""
+
+
 @dataclass
 class Tenant:
     """A workload on its share of the GPU (0 = the whole GPU)."""
@@ -200,8 +205,9 @@ def run(session: Session, tenants: list[Tenant], progress=None) -> list[Step]:
                 begin = env.now
                 step = session.launch(t, tid, lay, share[tid])
                 if step.run_ns is None:
-                    raise UnitError(f"{t.workload.path}: layer {lay.index} ({shown(lay.name)}): the unit's configuration "
-                                    f"{step.label} does not fit one work-group on a CU of the model")
+                    raise ModelMismatch(f"{t.workload.path}: layer {lay.index} ({shown(lay.name)}): the unit's "
+                                        f"configuration {step.label} does not fit one work-group on a CU of the "
+                                        "performance model: the unit's fit rule and the model's disagree")
                 yield env.timeout(step.reconf_ns)
             step.requested, step.reconf_start, step.reconf_end = requested, begin, env.now
             if env.now < prev_end:
