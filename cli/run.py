@@ -202,8 +202,13 @@ def _layer_table(t, gpu, steps, with_baselines: bool) -> Table:
 
 
 def _type_table(t, gpu, types, with_baselines: bool) -> Table:
-    tab = Table(title=Text(f"{t.label} on {gpu}: per layer type (--layers for every layer)"),
-                caption="times: sum over the type's layers, us on the model; speedup > 1: QuCo faster")
+    caption = "times: sum over the type's layers, us on the model; speedup > 1: QuCo faster"
+    if len(types) > PER_LAYER_MAX:  # every layer its own type (named, no "type"): the longest, in order
+        top = set(map(id, sorted(types, key=lambda r: -r["quco_ns"])[:PER_LAYER_MAX]))
+        caption += (f"; the {PER_LAYER_MAX} types with the most QuCo time of {len(types):,} (--json lists every "
+                    "one, --layers every layer)")
+        types = [r for r in types if id(r) in top]
+    tab = Table(title=Text(f"{t.label} on {gpu}: per layer type (--layers for every layer)"), caption=caption)
     cols = ["type", "layers", "QuCo config", "QuCo us"]
     cols += ["Semi-Tuned", "Fine-Tuned", "vs Semi", "vs Fine"] if with_baselines else []
     for c in cols:

@@ -430,3 +430,21 @@ def test_a_fit_disagreement_between_unit_and_model_is_exit_1_not_a_traceback(tmp
     w = write(tmp_path, {"name": "w", "layers": [{"name": "fc", "gemm": {"m": 64, "k": 64, "n": 64}}]}, "w.json")
     o = run_cli(["run", w, "--no-baselines"], timeout=60)
     assert o.code == 1 and "w.json: layer 0 (fc): the unit's configuration" in o.err and "disagree" in o.err, o.err
+
+
+def test_a_workload_of_many_types_prints_the_longest_of_them(tmp_path, monkeypatch):
+    """Every layer named and no "type": each its own type. The table shows the types with the
+    most time (rendering 100,000 rows took minutes), --json keeps every one."""
+    from quco.cli import run as cli_run
+    monkeypatch.setattr(cli_run, "PER_LAYER_MAX", 2)
+    sizes = [16, 64, 32, 128]
+    w = write(tmp_path, {"name": "w", "layers": [{"name": f"l{n}", "gemm": {"m": 64, "k": n * 8, "n": 64}}
+                                                 for n in sizes]}, "w.json")
+    o = run_cli(["run", w, "--no-baselines"], timeout=120)
+    assert o.code == 0, o.err
+    text = " ".join(o.out.split())   # the caption wraps at the table's width
+    assert "the 2 types with the most QuCo time of 4" in text
+    shown = [n for n in sizes if f" l{n} " in text]
+    assert shown == [64, 128]      # the two longest (K largest), in workload order
+    o = run_cli(["run", w, "--no-baselines", "--json"], timeout=120)
+    assert len(json.loads(o.out)["types"]) == 4
