@@ -157,9 +157,9 @@ def cmd_search(args) -> int:
                     dram_gbps=r.outcome.dram_gbps, l2_hit=r.outcome.l2_hit, compute_util=r.outcome.compute_util)
     top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
     named = _named(m, work, ranked, asked, doc, fail) if asked else None
-    space = len(ranked) + (1 if named and not named.pop("in_space") else 0)
+    among = len(ranked) + (1 if named and not named.pop("in_space") else 0)
     if named:
-        named["of"] = space  # its rank among the space (plus itself when outside it)
+        named["of"] = among  # its rank among the ranked configurations (plus itself when outside them)
     if args.json:
         print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked),
                           "best": doc(ranked[0], 1), "top": top, **({"config": named} if asked else {})}, indent=2))
@@ -175,8 +175,8 @@ def cmd_search(args) -> int:
     out.print(t)
     if named:
         out.print(Text(f"{printable(args.config)[:40]}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
-                       f"over the best, rank {named['rank']} of {space}"
-                       + ("" if space == len(ranked) else " (outside the searched space: slots that differ within a run "
+                       f"over the best, rank {named['rank']} of {among}"
+                       + ("" if among == len(ranked) else " (outside the searched space: slots that differ within a run "
                           "of identical queues; ranked among it)")))
     return 0
 
