@@ -374,6 +374,43 @@ def _classes():
     return CLASSES
 
 
+def round_three_cases():
+    """Issue #28 part 4 and issue #33's kernel files: search --config, paper --baseline, what
+    the model can place, sizes it would take minutes on, import, names, split K."""
+    for cfg in ("0/0", "0/2", "512/0", "1/4", "500/4", "\uff15\uff11\uff12/2", "\u0665\u0661\u0662/2", "512/", "16384/2"):
+        yield Case(f"search --config {cfg}", ["search", "{k}", "--config", cfg], {"k": kernel()}, (2,), ("--config",))
+    base = "id,verdict,ours\n"
+    for name, text in (("short row", base + "C1,holds\n"), ("200 KB field", base + "C1,holds," + "x" * 200_000 + "\n"),
+                       ("open quote", base + 'C1,holds,"x\n'), ("CR-only", base.replace("\n", "\r") + "C1,holds,1\r"),
+                       ("escape", base + "C1,\x1b[2Jholds,1\n")):
+        for extra in ([], ["--json"]):
+            yield Case(f"paper --baseline {name} {' '.join(extra)}", ["paper", "--baseline", "{tmp}/b.csv"] + extra,
+                       {"b.csv": text.encode()}, (2,), ("--baseline", "line"))
+    for cw in (40, 64):
+        for cmd in (["search", "{k}"], ["launch", "{k}", "--model"], ["evaluate", "{k}", "--gpu", "r9-nano"]):
+            yield Case(f"{cmd[0]} consumer_wavefronts {cw}", cmd, {"k": kernel(consumer_wavefronts=cw)}, (2,),
+                       ("consumer_wavefronts",))
+    w = "{tmp}/w.json"
+    yield Case("run a minimal layer of 64 wavefronts", ["run", w],
+               {"w.json": _workload(dict(GEMM, consumer_wavefronts=64))}, (2,), ("consumer_wavefronts: 64",))
+    yield Case("search a 4M queue", ["search", "{k}"], {"k": kernel(**{"queues.0.length": 4 << 20})}, (2,),
+               ("every tile",))
+    deep = kernel(**{"queues.0.passes": 1 << 20, "grid.work_groups": 64, "grid.phases": 65536})
+    yield Case("evaluate maximum passes and phases", ["evaluate", "{k}", "--gpu", "r9-nano"], {"k": deep}, (2,),
+               ("Ideal case",))
+    for name, changes, words in (("fresh_passes 2.5", {"queues.0.passes": 5, "queues.0.fresh_passes": 2.5}, "whole number"),
+                                 ("split_k over the queue", {"grid.work_groups": 65536, "grid.split_k": 65536}, "split_k"),
+                                 ("split_k over the grid", {"grid.work_groups": 64, "grid.split_k": 128}, "split_k")):
+        for cmd in (["check", "{k}"], ["launch", "{k}", "--model"], ["search", "{k}"]):
+            yield Case(f"{cmd[0]} {name}", cmd, {"k": kernel(**changes)}, (2,), (words,))
+    for n in (257, 10_000):
+        yield Case(f"run a {n}-character layer name", ["run", w, "--no-baselines"],
+                   {"w.json": _workload(dict(GEMM, name="y" * n))}, (2,), ("1 to 256 characters",))
+    yield Case("run a 130-character layer name", ["run", w, "--no-baselines"],
+               {"w.json": _workload(dict(GEMM, name="y" * 130))}, ())
+    yield Case("run a@b.json alone", ["run", "{tmp}/a@b.json", "--no-baselines"], {"a@b.json": _workload()}, ())
+
+
 def corpus() -> list[Case]:
     return [*kernel_cases(), *structure_cases(), *gst_cases(), *profile_cases(), *option_cases(), *workload_cases(),
-            *surface_cases()]
+            *surface_cases(), *round_three_cases()]

@@ -4,6 +4,8 @@ from the command line. cli/main.py registers these commands and maps errors to e
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 from rich.progress import Progress
@@ -19,8 +21,8 @@ from ..host.kernel import load_kernel
 from ..perfmodel import evaluate as ev
 from ..perfmodel import search, space
 from ..perfmodel.params import machine
-from ..perfmodel.sim import occupancy
-from ..perfmodel.work import Config, Queue, Work, fits
+from ..perfmodel.sim import occupancy, pass_period
+from ..perfmodel.work import Config, Queue, Work, barriers, fits, meta_bytes, queue_bytes
 
 
 def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
@@ -31,25 +33,103 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
 
 
 # The SimPy model schedules events for every tile a work-group walks (perfmodel/sim.py), so its
-# time grows with the queues' lengths: `search` on one 4,194,304-element queue (65,536 tiles of
-# 64) took 48 s on the reference machine (13 s for 1,048,576). Beyond this bound a run would take
-# minutes to hours (a 2^32-1 queue: about 14 hours), so it is refused up front, saying why.
-MAX_MODEL_TILES = 65_536
+# time grows with the tiles of a pass and with the passes it simulates. Measured on the
+# 2-core reference machine under load (exhaustive search; evaluate adds the baselines and the
+# Ideal case): one queue of 262,144 elements (4,096 tiles of 64) 2 s / 3 s; 1,048,576 (16,384
+# tiles) 8 s / 61 s; 4,194,304 (65,536 tiles) 15-48 s / over a minute. Beyond these bounds a
+# command would run for minutes to hours (a 2^32-1 queue: about 14 hours), so it is refused at
+# once, saying why. The bundled kernels walk at most 1,024 tiles a pass, the bundled workloads'
+# layers 96.
+MAX_MODEL_TILES = 4_096        # tiles of one pass, at the GST's smallest tile
+# The model simulates a few periods of a loop nest of many passes and extrapolates the rest
+# (sim.simulate), but the Ideal case of evaluate gives every tile of every pass its own slot
+# and so simulates every pass: Matrix-Matrix's 128 passes of 64 tiles (8,192 steps) take
+# about a second; 256 passes (16,384) 4 s.
+MAX_MODEL_STEPS = 65_536       # tiles x the passes the model simulates (search, launch, run)
+MAX_IDEAL_STEPS = 16_384       # tiles x every pass (evaluate's Ideal case)
 
 
-def model_bound(kernel, g: dict, where: str) -> None:
-    """Refuse a kernel the performance model would take more than about a minute on: the
-    tiles one work-group walks at the GST's smallest tile, over runs of identical queues."""
-    work = Work(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues), 1.0, kernel.consumer_wavefronts)
+def model_bound(kernel, g: dict, where: str, every_pass: bool = False) -> None:
+    """Refuse, before any work, a kernel the performance model cannot run on GPU `g` (a
+    work-group larger than a CU holds) or would take more than seconds on (see above);
+    `every_pass`: the command simulates every pass (evaluate's Ideal case)."""
+    waves = machine(g).max_waves
+    if kernel.consumer_wavefronts + 1 > waves:
+        raise common.UserError(
+            f"{where}: consumer_wavefronts: {kernel.consumer_wavefronts} (+1 producer = "
+            f"{kernel.consumer_wavefronts + 1} wavefronts per work-group) is more than a CU of this GPU holds at once "
+            f"({waves}: wavefront_pools {g['wavefront_pools']} x {waves // g['wavefront_pools']}); the performance "
+            f"model cannot place one work-group. Expected at most {waves - 1} for the model (the unit itself "
+            f"configures it: quco-emu launch without --model)")
+    moves = kernel.movement or [(1, 0, 0)] * len(kernel.queues)
+    work = Work(kernel.name, tuple(Queue(n, t, e, p, f, s) for (n, t, e), (p, f, s) in zip(kernel.queues, moves)),
+                1.0, kernel.consumer_wavefronts, kernel.work_groups, phases=kernel.phases, split_k=kernel.split_k)
     tile = (search.tiles(g) or [search.TILE_RANGE[0]])[0]
     n = sum(work.tiles(first, tile) for first, _ in work.runs())
+    longest = max(q.length for q in work.queues)
     if n > MAX_MODEL_TILES:
         raise common.UserError(
             f"{where}: the performance model walks every tile of a work-group: {n:,} tiles of {tile} elements "
-            f"(queue lengths up to {max(q.length for q in work.queues):,}); it takes at most {MAX_MODEL_TILES:,} "
-            f"(about a minute for search, which tries every tile size), so this kernel would run for "
+            f"a pass (queue lengths up to {longest:,}); it takes at most {MAX_MODEL_TILES:,} "
+            f"(seconds for search, which tries every tile size), so this kernel would run for "
             f"{n / MAX_MODEL_TILES:,.0f} times as long. Shorten the queues (the unit itself configures any length: "
             f"quco-emu launch without --model)")
+    # simulate()'s two runs: at most the producer's run-ahead (8 slots) + 1 + a period each, and
+    # a window of WINDOW_STEPS steps rounded up to whole periods
+    simulated = work.passes if every_pass else min(work.passes, 3 * pass_period(work) + 66)
+    limit = MAX_IDEAL_STEPS if every_pass else MAX_MODEL_STEPS
+    if n * simulated > limit:
+        why = ("evaluate's Ideal case simulates every pass" if every_pass else
+               f"the loop nest repeats only every {pass_period(work):,} passes (passes, fresh_passes, grid.phases), "
+               "and the model simulates whole periods")
+        raise common.UserError(
+            f"{where}: the performance model would walk {n * simulated:,} tiles of {tile} elements ({n:,} a pass x "
+            f"{simulated:,} passes: {why}); it takes at most {limit:,}. Fewer passes, a shorter period or shorter "
+            f"queues (the unit itself configures the kernel: quco-emu launch without --model)")
+
+
+def nothing_fits(kernel, m, where: str, gpu: str) -> common.UserError:
+    """The error when no configuration of the searched space fits one work-group on a CU:
+    what the smallest one needs against what the CU (or the kernel's partition) has."""
+    work = Work(kernel.name, tuple(Queue(n, t, e) for n, t, e in kernel.queues), 1.0, kernel.consumer_wavefronts)
+    small = Config(search.TILE_RANGE[0], (1,) * len(work.queues))
+    need = meta_bytes(len(work.queues)) + queue_bytes(work, small)
+    lds = "partition.lds_bytes" if kernel.lds_bytes else f"{printable(gpu)}'s lds_bytes"
+    return common.UserError(
+        f"{where}: no tile x slots configuration fits one work-group on a CU of {printable(gpu)}: the smallest "
+        f"({small.tile} elements, 1 slot per queue, {len(work.queues)} queues) needs {need:,} bytes of LDS and "
+        f"{barriers(small)} barriers; the CU has {m.lds_bytes:,} bytes ({lds}) and {m.barrier_limit} barriers")
+
+
+MAX_CONFIG_TEXT = 200  # --config: a tile and at most 16 slot counts fit in far fewer characters
+_DIGITS = re.compile(r"[0-9]{1,9}", re.ASCII)  # int() also reads "５１２" and "٥١٢"; the unit takes 0-9
+
+
+def parse_config(text: str, work: Work, g: dict) -> Config:
+    """--config TILE/SLOTS, held to the searched space: a tile among the GST's powers of two
+    (search.tiles), 1 to min(8, max_slots) slots per queue. Raises UserError naming the rule."""
+    shown = printable(text if len(text) <= 40 else text[:37] + "...")
+    tile, sep, slots = text.replace(" ", "").partition("/")
+    parts = slots.split("+")
+    if len(text) > MAX_CONFIG_TEXT or not sep or not all(_DIGITS.fullmatch(p) for p in [tile, *parts]):
+        raise common.UserError(f"--config: {shown!r}: expected TILE/SLOTS in digits 0-9, e.g. 512/2 or 512/2+4 "
+                               "(slots per run of identical queues, in queue order)")
+    try:
+        cfg = Config.parse(work, text.replace(" ", ""))
+    except ValueError as e:
+        raise common.UserError(f"--config: {printable(str(e))}") from None
+    allowed, top = search.tiles(g), min(search.SLOT_RANGE[1], g["max_slots"])
+    if cfg.tile not in allowed:
+        raise common.UserError(
+            f"--config: {shown!r}: tile {cfg.tile} is not one of {', '.join(map(str, allowed))} (powers of two from "
+            f"the GST's min_tile_elems {g['min_tile_elems']} to max_tile_elems {g['max_tile_elems']}, within "
+            f"{search.TILE_RANGE[0]}..{search.TILE_RANGE[1]}: the space search ranks)")
+    bad = [s for s in cfg.slots if not search.SLOT_RANGE[0] <= s <= top]
+    if bad:
+        raise common.UserError(f"--config: {shown!r}: {bad[0]} slots is out of range; expected {search.SLOT_RANGE[0]} "
+                               f"to {top} slots per queue (the GST's max_slots {g['max_slots']}, at most "
+                               f"{search.SLOT_RANGE[1]}: the space search ranks)")
+    return cfg
 
 
 def model_of(kernel, gpu: str, gst: bytes | None = None):
@@ -61,16 +141,12 @@ def cmd_search(args) -> int:
     out, fail = common.out, common.UserError
     kernel = load_kernel(args.kernel)
     gpu, gst = common.target(args, kernel)
-    model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
+    where = printable(str(args.kernel))
+    model_bound(kernel, tables.unpack(gst), where)
     g, m, work = model_of(kernel, gpu, gst)
     if args.top < 0:
         raise fail(f"--top: {args.top} is out of range; expected 0 (every configuration) or more")
-    asked = None
-    if args.config:
-        try:
-            asked = Config.parse(work, args.config)
-        except ValueError as e:
-            raise fail(f"--config: {e}") from None
+    asked = parse_config(args.config, work, g) if args.config is not None else None
     try:
         plan = planned(m, work, printable(str(args.kernel)), g)
     except fail as e:
@@ -81,7 +157,7 @@ def cmd_search(args) -> int:
         common.err.print(f"{kernel.name} on {gpu}: {plan.describe()}")
     ranked = search.exhaustive(m, g, work)
     if not ranked:
-        raise fail(f"{kernel.name} on {gpu}: no tile x slots configuration fits one work-group in the LDS")
+        raise nothing_fits(kernel, m, where, gpu)
     best = ranked[0].outcome.cycles
 
     def doc(r, rank):
@@ -90,6 +166,9 @@ def cmd_search(args) -> int:
     top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
     named = _named(m, work, ranked, asked, doc, fail) if asked else None
     quco, quco_note = _quco_pick(gst, kernel, m, work, ranked, doc, plan.method)
+    among = len(ranked) + (1 if named and not named.pop("in_space") else 0)
+    if named:
+        named["of"] = among  # its rank among the ranked configurations (plus itself when outside them)
     if args.json:
         print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked), "space": _space_doc(plan),
                           "best": doc(ranked[0], 1), "top": top, "quco": quco, **({"config": named} if asked else {})},
@@ -106,8 +185,10 @@ def cmd_search(args) -> int:
                   style="bold" if named and r["rank"] == named["rank"] else None)
     out.print(t)
     if named:
-        out.print(Text(f"{args.config}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
-                       f"over the best, rank {named['rank']} of {len(ranked)}"))
+        out.print(Text(f"{printable(args.config)[:40]}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
+                       f"over the best, rank {named['rank']} of {among}"
+                       + ("" if among == len(ranked) else " (outside the searched space: slots that differ within a run "
+                          "of identical queues; ranked among it)")))
     out.print(Text(quco_note))
     out.print(Text(plan.describe()))
     return 0
@@ -193,8 +274,8 @@ def _named(m, work, ranked, cfg, doc, fail) -> dict:
         raise fail(f"--config: {cfg.label(work)} does not fit one work-group on a CU of this GPU "
                    f"(LDS {m.lds_bytes:,} bytes, {m.barrier_limit} barriers)")
     r = search.Ranked(cfg, search.evaluate(m, work, cfg))
-    rank = 1 + sum(1 for x in ranked if x.outcome.cycles < r.outcome.cycles)
-    return doc(r, rank)
+    rank = 1 + sum(1 for x in ranked if x.outcome.cycles < r.outcome.cycles)  # at most its own place
+    return {**doc(r, rank), "in_space": any(x.config == cfg for x in ranked)}
 
 
 # ---------------------------------------------------------------- evaluate
@@ -225,7 +306,7 @@ def cmd_evaluate(args) -> int:
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
             common.checked_partition(k, gsts[gpu], gpu, printable(str(path)))
-            model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)))
+            model_bound(k, tables.unpack(gsts[gpu]), printable(str(path)), every_pass=True)
     kernels_of = {gpu: given or bundled_kernels(gpu) for gpu in gpus}
     paths = dict(zip((id(k) for k in given), args.kernels))
     plans = []  # the spaces ATT/Fine-Tuned searches, said before the sweep; one past the bound is exit 2 now
@@ -337,6 +418,11 @@ def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     from ..perfmodel.trace import chrome_trace
     g, m, work = model_of(kernel, gpu)
     cfg = Config(res.tile, tuple(q.slots for q in res.queues))
+    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+        raise common.UserError(f"{printable(kernel.name)} on {printable(gpu)}: the unit's configuration {cfg.label(work)} "
+                               f"does not fit one work-group on a CU of the performance model (LDS {m.lds_bytes:,} "
+                               f"bytes, {m.barrier_limit} barriers, {m.max_waves} wavefronts): the unit's fit rule and "
+                               "the model's disagree", common.EXIT_MISMATCH)
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")

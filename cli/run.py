@@ -10,11 +10,12 @@ cli/main.py registers these commands and maps errors to exit codes.
 from __future__ import annotations
 
 import json
+import os
 
 from rich.table import Table
 from rich.text import Text
 
-from .common import UserError, checked_gst, checked_profile, clock_mhz, err, out
+from .common import EXIT_MISMATCH, UserError, checked_gst, checked_profile, clock_mhz, err, out
 from .perf import spaces_doc, model_bound, planned, space_summary
 from ..gst import abi, tables
 from ..gst.userinput import printable, whole_number
@@ -29,8 +30,10 @@ PER_LAYER_MAX = 60   # longer workloads print one row per layer type unless --la
 
 
 def _tenant(spec: str) -> runner.Tenant:
-    """WORKLOAD or WORKLOAD@CUS[:LDS]."""
-    path, at, share = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    """WORKLOAD or WORKLOAD@CUS[:LDS]. A file of that whole name (`a@b.json`) is the workload
+    itself: only what is not a file is split at its last '@'."""
+    whole = "@" not in spec or os.path.isfile(spec)
+    path, at, share = (spec, "", "") if whole else spec.rpartition("@")
     cus = lds = 0
     if at:
         parts = share.split(":")
@@ -144,6 +147,8 @@ def cmd_run(args) -> int:
                                                       clock_aware_best=not args.no_baselines,
                                                       active_cus=tenants[0].active_cus, lds_bytes=tenants[0].lds_bytes,
                                                       hw_run=(session, steps), **options)) if trace else None)
+    except runner.ModelMismatch as e:
+        raise UserError(str(e), EXIT_MISMATCH) from None
     except runner.UnitError as e:
         raise UserError(str(e), 3) from None
     totals = {tid: {**runner.totals([s for s in steps if s.tenant == tid]), "skipped_layers": len(t.workload.skipped)}
@@ -227,8 +232,13 @@ def _layer_table(t, gpu, steps, with_baselines: bool) -> Table:
 
 
 def _type_table(t, gpu, types, with_baselines: bool) -> Table:
-    tab = Table(title=Text(f"{t.label} on {gpu}: per layer type (--layers for every layer)"),
-                caption="times: sum over the type's layers, us on the model; speedup > 1: QuCo faster")
+    caption = "times: sum over the type's layers, us on the model; speedup > 1: QuCo faster"
+    if len(types) > PER_LAYER_MAX:  # every layer its own type (named, no "type"): the longest, in order
+        top = set(map(id, sorted(types, key=lambda r: -r["quco_ns"])[:PER_LAYER_MAX]))
+        caption += (f"; the {PER_LAYER_MAX} types with the most QuCo time of {len(types):,} (--json lists every "
+                    "one, --layers every layer)")
+        types = [r for r in types if id(r) in top]
+    tab = Table(title=Text(f"{t.label} on {gpu}: per layer type (--layers for every layer)"), caption=caption)
     cols = ["type", "layers", "QuCo config", "QuCo us"]
     cols += ["Semi-Tuned", "Fine-Tuned", "vs Semi", "vs Fine"] if with_baselines else []
     for c in cols:
@@ -322,6 +332,9 @@ def cmd_import(args) -> int:
         raise UserError("-o/--output: empty; expected the workload JSON file to write")
     if args.name is not None and not args.name.strip():
         raise UserError("--name: empty; expected the workload's name (or leave --name out: the graph's or the file's)")
+    if os.path.exists(args.output) and os.path.exists(args.model) and os.path.samefile(args.output, args.model):
+        raise UserError(f"-o/--output: {printable(args.output)} is the input model {printable(args.model)}; writing the "
+                        "workload there would overwrite the .onnx: expected another file (e.g. model.json)")
     doc, unsupported = onnx_import.convert(args.model, name=args.name, elem_size=args.elem_size,
                                            attention=args.attention, allow_partial=args.allow_partial)
     text = json.dumps(doc, indent=1) + "\n"

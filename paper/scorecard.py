@@ -139,19 +139,41 @@ BASELINE_LIMIT = 16 << 20
 
 
 def read_baseline(path) -> dict[str, dict]:
-    """An earlier run's rows.csv: {id: row}. UserFileError names the file and the line."""
+    """An earlier run's rows.csv: {id: row}. UserFileError names the file, the line and the
+    field: a row with more or fewer fields than the header, a field past csv's limit or an
+    unterminated quote, CR-only line ends. Values come back with control characters escaped
+    (they are shown in the changes table)."""
     from ..gst.userinput import UserFileError, printable, read_text
     text, where = read_text(path, BASELINE_LIMIT, "rows.csv of an earlier `quco-emu paper --out`"), printable(str(path))
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in ("id", "verdict", "ours") if c not in (reader.fieldnames or [])]
-    if missing:
-        raise UserFileError(f"{where}: no column {missing[0]!r}; expected the rows.csv that `quco-emu paper --out` writes")
-    out = {}
-    for line, r in enumerate(reader, start=2):
-        if r["verdict"] not in VERDICTS:
-            raise UserFileError(f"{where}: line {line}: verdict {printable(str(r['verdict']))!r} is not one of: "
-                                f"{', '.join(VERDICTS)}")
-        out[r["id"]] = r
+    if "\r" in text.replace("\r\n", ""):
+        line = text.replace("\r\n", "\n").split("\r")[0].count("\n") + 1
+        raise UserFileError(f"{where}: line {line}: a line ends in a lone CR (\\r); expected LF or CRLF line ends, as "
+                            "`quco-emu paper --out` writes them")
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    out, last = {}, 0  # last: the line the last whole row ended on
+    try:
+        missing = [c for c in ("id", "verdict", "ours") if c not in (reader.fieldnames or [])]
+        last = reader.line_num
+        if missing:
+            raise UserFileError(f"{where}: no column {missing[0]!r}; expected the rows.csv that `quco-emu paper --out` "
+                                "writes")
+        width = len(reader.fieldnames)
+        for r in reader:
+            line = reader.line_num
+            extra, short = r.pop(None, None), [k for k, v in r.items() if v is None]
+            if extra or short:
+                n = width + len(extra or []) - len(short)
+                raise UserFileError(f"{where}: line {line}: {n} fields; expected {width}, one per column of the header"
+                                    + (f" (no {short[0]!r})" if short else ""))
+            r = {k: printable(v) for k, v in r.items()}
+            if r["verdict"] not in VERDICTS:
+                raise UserFileError(f"{where}: line {line}: verdict {r['verdict'][:40]!r} is not one of: "
+                                    f"{', '.join(VERDICTS)}")
+            out[r["id"]] = r
+            last = line
+    except csv.Error as e:  # a field past csv.field_size_limit(), an unterminated quote, a NUL
+        raise UserFileError(f"{where}: line {last + 1}: not CSV as `quco-emu paper --out` writes it: "
+                            f"{printable(str(e))}") from None
     return out
 
 

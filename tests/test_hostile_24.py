@@ -167,7 +167,7 @@ def test_sizes_the_model_would_take_hours_on_are_refused_at_once(tmp_path, argv)
     t0 = time.perf_counter()
     o = run_cli([a.format(k=k, w=w) for a in argv], timeout=60)
     clean_error(o, 2, "the performance model walks every tile of a work-group", "tiles of 64 elements",
-                "at most 65,536")
+                "at most 4,096")
     assert ("67,108,864 tiles" if argv[0] != "run" else "33,554,432 tiles") in o.err
     assert time.perf_counter() - t0 < 5
 

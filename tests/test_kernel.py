@@ -386,8 +386,8 @@ def test_document_writes_a_grid_for_phases_or_split_k_alone():
     phased = Kernel("k", 1.0, queues=[q], movement=[(4, 0, 0)], phases=2)
     assert phased.document()["grid"] == {"work_groups": 1, "output_bytes": 0, "flops_per_work_group": 0, "phases": 2}
     assert phased.document()["queues"] == [{"type": "streaming", "length": 64, "elem_size": 2, "passes": 4}]
-    split = Kernel("k", 1.0, queues=[q], split_k=3)
-    assert split.document()["grid"] == {"work_groups": 1, "output_bytes": 0, "flops_per_work_group": 0, "split_k": 3}
+    split = Kernel("k", 1.0, queues=[q], split_k=3, work_groups=3)  # split K needs the grid it splits
+    assert split.document()["grid"] == {"work_groups": 3, "output_bytes": 0, "flops_per_work_group": 0, "split_k": 3}
     back = parse_kernel(phased.document())
     assert (back.phases, back.split_k, back.movement) == (2, 1, [(4, 0, 0)])
     assert parse_kernel(split.document()).split_k == 3

@@ -58,15 +58,18 @@ def compare(steps: list[Step], session) -> dict:
         mine = [s for s in steps if s.tenant == tid]
         ms = {id(s): session.machine(int(s.clock_mhz), s.active_cus, s.lds_bytes) for s in mine}
         first = fine_tuned(ms[id(mine[0])], g_items, mine[0].work)
+        seen: dict = {}  # (machine, work) -> the columns: identical layers are looked up once
         for s in mine:
             m = ms[id(s)]
-            fine = fine_tuned(m, g_items, s.work)
-            semi = semi_config(first[0], mine[0].work, m, s.work) if first else None
-            s.extra.update({
-                "fine_config": fine[0].label(s.work) if fine else None, "fine_ns": fine[1] if fine else None,
-                "semi_config": semi[0].label(s.work) if semi else None,
-                "semi_ns": model_ns(m, s.work, semi[0]) if semi else None,
-                "semi_adapted": semi[1] if semi else None})
+            if (m, s.work) not in seen:
+                fine = fine_tuned(m, g_items, s.work)
+                semi = semi_config(first[0], mine[0].work, m, s.work) if first else None
+                seen[(m, s.work)] = {
+                    "fine_config": fine[0].label(s.work) if fine else None, "fine_ns": fine[1] if fine else None,
+                    "semi_config": semi[0].label(s.work) if semi else None,
+                    "semi_ns": model_ns(m, s.work, semi[0]) if semi else None,
+                    "semi_adapted": semi[1] if semi else None}
+            s.extra.update(seen[(m, s.work)])
             s.extra["quco_vs_fine"] = s.extra["fine_ns"] / s.run_ns if s.extra["fine_ns"] else None
             s.extra["quco_vs_semi"] = s.extra["semi_ns"] / s.run_ns if s.extra["semi_ns"] else None
         quco_total = max(s.end for s in mine)

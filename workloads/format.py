@@ -31,6 +31,8 @@ MAX_LAYERS = 100_000          # after expanding repeats and groups
 MAX_GROUP_DEPTH = 32          # groups inside groups; a model's module tree is a few levels deep,
                               # and the schema check and expansion recurse once per level
 KINDS = ("gemm", "conv", "kernel", "kernel_file")
+BODY_OPTIONS = ("elem_size", "consumer_wavefronts", "rows_per_work_group")
+KERNEL_NAME_MAX = 128         # kernel.json's name (host/kernel.schema.json)
 
 
 class WorkloadError(KernelError):
@@ -81,7 +83,7 @@ def _where(doc, path: list) -> tuple[str, list]:
             break
         if isinstance(p, int) and i and path[i - 1] == "layers":
             cut = i + 1
-            label = f" ({node['name']})" if isinstance(node, dict) and isinstance(node.get("name"), str) else ""
+            label = f" ({shown(node['name'])})" if isinstance(node, dict) and isinstance(node.get("name"), str) else ""
     return (field_path(path[:cut]) + label if cut else ""), path[cut:]
 
 
@@ -119,6 +121,40 @@ def _kernel_of(body: dict, defaults: dict, name: str, base: Path, where: str) ->
     return load_kernel(path), [f"kernel given as kernel.json ({body['kernel_file']})"]
 
 
+def shown(name: str, most: int = 60) -> str:
+    """A name the user wrote, for a message: printable and at most `most` characters (a
+    10,000-character name is the schema's error, not ten thousand characters of echo)."""
+    name = userinput.printable(name)
+    return name if len(name) <= most else name[:most - 3] + "..."
+
+
+def kernel_name(name: str) -> str:
+    """The layer's kernel's name: the layer's full name (group prefixes and [i] included, any
+    length the schema's 256 characters a level allow), cut to kernel.json's 128 characters;
+    reports show Layer.name whole."""
+    return name if len(name) <= KERNEL_NAME_MAX else name[:KERNEL_NAME_MAX - 3] + "..."
+
+
+def _derived(body: dict, defaults: dict, name: str, base: Path, where: str) -> tuple[Kernel, list[str]]:
+    """_kernel_of, remembered across workloads by the body alone (a kernel file excepted: it can
+    change on disk): `import` loads each new layer type on its own and then the whole file, and
+    checking a kernel costs milliseconds, 20,000 types a minute. A body that fails is derived
+    again with its own `where`, so the messages name the layer."""
+    if "kernel_file" in body:
+        return _kernel_of(body, defaults, name, base, where)
+    try:
+        own = {k: v for k, v in body.items() if k in KINDS or k in BODY_OPTIONS}   # what _kernel_of reads
+        kernel, lines = _derived_by_body(json.dumps(own, sort_keys=True), json.dumps(defaults, sort_keys=True))
+    except (KernelError, ValueError):
+        return _kernel_of(body, defaults, name, base, where)
+    return kernel.with_fields(name=name), lines
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _derived_by_body(body: str, defaults: str) -> tuple[Kernel, list[str]]:
+    return _kernel_of(json.loads(body), json.loads(defaults), "layer", Path("."), "")
+
+
 def _kernel_problems(problems: list[str], body: dict, where: str) -> list[str]:
     """A layer's kernel errors, naming what the user wrote: the inline kernel's own messages,
     the kernel file's, or for gemm/conv the sizes whose derived kernel breaks a rule (not the
@@ -142,7 +178,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
     def walk(items, prefix: str, tprefix: str, path: str):
         for i, it in enumerate(items):
             where = f"{path}[{i}]"
-            label = f"{where} ({it['name']})" if "name" in it else where
+            label = f"{where} ({shown(it['name'])})" if "name" in it else where
             own = it.get("name", it.get("type", f"layer{len(layers)}"))
             name, tname = prefix + own, tprefix + own
             reps = it.get("repeat", 1)
@@ -171,7 +207,7 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
             key = (it.get("type"), json.dumps(body, sort_keys=True))
             try:
                 if key not in built:
-                    built[key] = _kernel_of(body, defaults, it.get("type", tname), base, f"{file}: {label}")
+                    built[key] = _derived(body, defaults, kernel_name(it.get("type", tname)), base, f"{file}: {label}")
             except KernelError as e:
                 problems.extend(_kernel_problems(e.problems, body, f"{file}: {label}"))
                 continue
@@ -181,8 +217,9 @@ def _expand(doc: dict, base: Path, file: str) -> list[Layer]:
             kernel, lines = built[key]
             part = it.get("partition", {})
             for r in range(reps):
-                k = dataclasses.replace(kernel, name=f"{name}[{r}]" if reps > 1 else name)
-                layers.append(Layer(len(layers), k.name, it.get("type", tname), k, lines,
+                full = f"{name}[{r}]" if reps > 1 else name
+                k = kernel.with_fields(name=kernel_name(full))
+                layers.append(Layer(len(layers), full, it.get("type", tname), k, lines,
                                     it.get("clock_mhz", k.core_clock_mhz), part.get("active_cus", k.active_cus),
                                     part.get("lds_bytes", k.lds_bytes), where))
             if len(layers) > MAX_LAYERS:

@@ -175,6 +175,36 @@ def _infer(onnx, model, notes: list[str]):
     return model
 
 
+def _opset_problems(onnx, model, where: str) -> list[str]:
+    """An operator set of the standard domain that this onnx does not know (opset 999): its
+    operators' shape rules are unknown, so shapes would be guessed."""
+    known = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if text(o.domain) in ("", "ai.onnx") and not 1 <= o.version <= known:
+            return [f"{where}: opset_import: ai.onnx version {o.version}; this onnx ({onnx.__version__}) knows "
+                    f"versions 1 to {known}"]
+    return []
+
+
+def _order_problems(graph, where: str) -> list[str]:
+    """A node that reads a tensor only a later node (or itself) writes: ONNX requires the nodes
+    in topological order, so the graph has a cycle or is out of order (either way no model)."""
+    writer = {}
+    for i, node in enumerate(graph.node):
+        for o in node.output:
+            if o:
+                writer.setdefault(o, i)
+    for i, node in enumerate(graph.node):
+        for t in node.input:
+            if t and writer.get(t, -1) >= i:
+                later = graph.node[writer[t]]
+                return [f"{where}: node {userinput.printable(text(node.name) or text(node.op_type))[:80]!r} (#{i}) reads "
+                        f"{userinput.printable(text(t))[:80]!r}, written by node "
+                        f"{userinput.printable(text(later.name) or text(later.op_type))[:80]!r} (#{writer[t]}), not "
+                        "before it: the graph has a cycle or is not in topological order, as ONNX requires"]
+    return []
+
+
 def read(path) -> Graph:
     """Parse (a path or a ModelProto), strip the weights' data, infer shapes; WorkloadError
     naming the file when it is not a model."""
@@ -197,6 +227,9 @@ def read(path) -> Graph:
         del data
     if not model.HasField("graph"):
         raise WorkloadError([f"{where}: not a readable ONNX model: it has no graph"])
+    problems = _opset_problems(onnx, model, where) + _order_problems(model.graph, where)
+    if problems:
+        raise WorkloadError(problems)
     nodes = len(model.graph.node)
     weights = _weights_as_inputs(onnx, model.graph)
     notes: list[str] = []

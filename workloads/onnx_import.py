@@ -31,6 +31,7 @@ from .onnx_names import layer_names
 
 ATTENTION = ("exclude", "include")
 SHOWN_SKIPPED = 5       # nodes named in the partial-import error
+MAX_LAYER_TYPES = 2_000  # distinct layer types: each costs a few ms to derive and check (2,000: about 10 s)
 MAX_LISTED = 10_000     # "unsupported" lists nodes one by one up to this many (~130 bytes each), then
                         # one entry per operator: a workload file may have 16 MB (format.MAX_FILE_BYTES)
 WHAT = "MatMul/Gemm/Conv"
@@ -131,9 +132,21 @@ def convert(path, name: str | None = None, elem_size: int | None = None, attenti
                             "reason": "not a MatMul, Gemm or Conv"})
         skipped += _inner_layers(node, f"{userinput.printable(op)[:64]} node {label}")
     types, layers, attention_left = {}, [], 0
-    for (i, node, op), label in zip(candidates, layer_names(candidates, text)):
+    made_of = []  # each candidate's (type key, body), None, or the ValueError: types counted first
+    for i, node, op in candidates:
         try:
-            made = _layer(onnx, g, node, op, elem_size, attention)
+            made_of.append(_layer(onnx, g, node, op, elem_size, attention))
+        except ValueError as e:
+            made_of.append(e)
+    distinct = len({m[0] for m in made_of if isinstance(m, tuple)})
+    if distinct > MAX_LAYER_TYPES:
+        raise WorkloadError([f"{where}: {distinct:,} distinct layer types (MatMul/Gemm/Conv shapes); import takes at "
+                             f"most {MAX_LAYER_TYPES:,} (each is derived and checked on its own, milliseconds each; "
+                             "a model's layers repeat a few dozen shapes: Whisper-Tiny 9, ALBERT and T5 a few more)"])
+    for (i, node, op), label, made in zip(candidates, layer_names(candidates, text), made_of):
+        try:
+            if isinstance(made, ValueError):
+                raise made
             if made is None:
                 attention_left += 1
                 unsupported.append({"name": label, "op_type": op, "reason": "attention product (both operands "
