@@ -110,7 +110,7 @@ def test_search_says_the_space_and_the_method(tmp_path, capsys):
 
 
 def test_a_space_past_the_bound_is_refused_naming_the_file_and_its_size(tmp_path, capsys):
-    path = kernel_file(tmp_path, "sixteen", distinct(16, 65536))
+    path = kernel_file(tmp_path, "sixteen", distinct(16, 8192))  # within model_bound (about 16 x 128 tiles a pass)
     search.evaluate.cache_clear()
     assert main(["search", str(path)]) == 2
     msg = capsys.readouterr().err
