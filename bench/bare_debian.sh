@@ -68,6 +68,12 @@ mount_into() {  # the kernel's file systems a build and the tests use (multiproc
   mount --rbind /dev "$r/dev" && mount --make-rslave "$r/dev" && MOUNTED+=("$r/dev")
   mount --rbind /sys "$r/sys" && mount --make-rslave "$r/sys" && MOUNTED+=("$r/sys")
   cp -L /etc/resolv.conf "$r/etc/resolv.conf"
+  # the host's own certificate authorities (a network that inspects TLS: pip would fail
+  # "self-signed certificate in certificate chain" where the host's pip works)
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt "$r/usr/local/share/ca-certificates/"
+    chroot "$r" update-ca-certificates >/dev/null 2>&1
+  fi
 }
 
 SUMMARY=()
