@@ -15,6 +15,7 @@ misaligned accesses, divides in loops and an FDIV in flight; with the C hooks
 (emulator/fastcount.py) and with the Python hooks alike.
 """
 import functools
+import math
 
 import pytest
 from unicorn import UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
@@ -26,6 +27,9 @@ from quco.gst import abi, tables
 from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
+# the uncounted mode's only stop is host time (2 s by default, for steps of microseconds): in a
+# test, generous, so that a loaded machine never stops a correct step; only a hang meets it
+UNCOUNTED_WALL_S = 300
 PROFILES = ("cv32e40p", "cv32e40p-worst", "cv32e40p-fdsu", "ipc1")
 decode = functools.lru_cache(maxsize=None)(timing.decode)  # read only: one Insn per word is fine
 
@@ -59,7 +63,9 @@ class Recorder:
     split access of each step."""
 
     def __init__(self, image, gst):
-        self.soc = soc.Soc(image, gst, count=False)
+        # no wall-clock stop (a Python hook per instruction makes a boot take a second, many
+        # under load): runaway code is stopped by counting the recorded instructions instead
+        self.soc = soc.Soc(image, gst, count=False, wall_budget=math.inf)
         self.events = []
         uc = self.soc.uc
         uc.hook_add(UC_HOOK_BLOCK, lambda uc, a, s, d: self.events.append(("block", a)))
@@ -76,6 +82,8 @@ class Recorder:
         else:
             operands = None
         self.events.append(("insn", word, operands))
+        if len(self.events) > 4 * soc.DEFAULT_BUDGET:  # instructions, blocks and accesses of one step
+            uc.emu_stop()
 
     def _on_access(self, uc, access, address, size, value, _):
         if (size == 4 and address % 4) or (size == 2 and address % 4 == 3):
@@ -140,7 +148,7 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
     records = [r for k in kernels for r in (k.record(), k.record(), no_cache(k.record()))]  # cold, cached, uncached
     slow = Recorder(image, gst)
     steps = [slow.step(slow.soc.boot)] + [slow.step(lambda r=r: slow.soc.launch(r)) for r in records]
-    uncounted = soc.Soc(image, gst, count=False)
+    uncounted = soc.Soc(image, gst, count=False, wall_budget=UNCOUNTED_WALL_S)
     uncounted.boot()
     for profile in PROFILES:
         prof = timing.load_profile(profile)
