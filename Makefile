@@ -99,7 +99,6 @@ test: venv-test firmware gdb
 	$(BIN)/python -m pytest -q
 
 bench: venv firmware
-	@$(BIN)/python -m quco.emulator.fastcount
 	$(BIN)/python bench/bench.py
 
 fuzz: venv-test firmware
