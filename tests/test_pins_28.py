@@ -109,3 +109,16 @@ def test_a_stall_carried_into_a_block_is_charged_to_the_instruction_that_waits(g
     # and when the waiting instruction is the block's first (f2): the stall stays with it
     rows, total = per_function(gnu_as, body, "fadd.s fa3,fa0,fa0", "addi a1,a1,1", "cv32e40p-worst")
     assert rows == {"_start": 12, "f2": 16 + 1, "f3": 1 + 1} and total == 31
+
+
+def test_an_fdivs_operand_latency_is_charged_where_it_is_waited_for(gnu_as):
+    # the default profile times an FDIV from its operands: 1/3 takes 19 (15 SRT rounds + 4,
+    # tests/test_timing.py), not the schedule's 9. _start: wake-up 4, li 1, csrs 4, li 1,
+    # fmv.w.x 1, li 1, fmv.w.x 1 (fa1 = 1.0, fa2 = 3.0), fdiv at 13 (1; result at 32), jal 2:
+    # the block ends at 16 with fa0 16 cycles away. f2: addi 1; f3: fadd waits 15, issues 1, wfi 1.
+    # The trace carries the latencies the block ran with, so the split sees the real wait; with
+    # the schedule's 9 the wait would be 1 - 1 = 0 and the other 15 cycles lumped on f2's addi.
+    body = ("li t0,0x2000\ncsrs mstatus,t0\nli a1,0x3f800000\nfmv.w.x fa1,a1\nli a2,0x40400000\nfmv.w.x fa2,a2\n"
+            "fdiv.s fa0,fa1,fa2\njal zero,f2")
+    rows, total = per_function(gnu_as, body, "addi a1,a1,1", "fadd.s fa3,fa0,fa0", "cv32e40p")
+    assert rows == {"_start": 4 + 1 + 4 + 1 + 1 + 1 + 1 + 1 + 2, "f2": 1, "f3": 15 + 1 + 1} and total == 34
