@@ -1,12 +1,17 @@
 # QuCo: firmware, emulator and tests. Every target installs what it needs on a fresh
 # Debian machine: the RISC-V toolchain (Debian package gcc-riscv64-unknown-elf) via apt,
-# GDB for the debugger tests (Debian package gdb-multiarch) via apt, the Python package
-# into .venv.
+# a host C compiler for the emulator's C counting hooks (gcc, libc6-dev) via apt, GDB for
+# the debugger tests (Debian package gdb-multiarch) via apt, the Python package into .venv
+# (its [test] extra only for the targets that run tests).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CROSS := riscv64-unknown-elf-
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# no debconf questions or warnings about a missing terminal; apt's own progress kept short
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0
+APT_INSTALL = echo "installing $(1) (Debian packages, apt)"; $(APT) update >/dev/null && \
+	$(APT) install --no-install-recommends $(1) >/dev/null
 BUILD := firmware/build
 ELF := $(BUILD)/quco.elf
 # -fschedule-insns -fsched-pressure: -Os leaves out the pre-allocation scheduler; with it
@@ -29,25 +34,41 @@ FW_SRC := $(wildcard firmware/src/*.c)
 CRT0 := $(BUILD)/crt0.o
 GENERATED := firmware/include/quco_abi.h firmware/regions.ld docs/abi-tables.md
 
-.PHONY: all firmware toolchain gdb venv demo test bench fuzz clean
+.PHONY: all firmware toolchain gdb cc venv venv-test demo test bench fuzz clean
 all: firmware
 
 toolchain:
-	@command -v $(CROSS)gcc >/dev/null || { $(SUDO) apt-get update && \
-	  $(SUDO) apt-get install -y --no-install-recommends gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf; }
+	@command -v $(CROSS)gcc >/dev/null || { $(call APT_INSTALL,gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf); }
 
 gdb:
-	@command -v gdb-multiarch >/dev/null || { $(SUDO) apt-get update && \
-	  $(SUDO) apt-get install -y --no-install-recommends gdb-multiarch; }
+	@command -v gdb-multiarch >/dev/null || { $(call APT_INSTALL,gdb-multiarch); }
+
+# The C compiler pip builds emulator/_fastcount.c with (Python's own CC, as setuptools picks
+# it): without one the install still works, with the Python hooks (2.7 times slower), so
+# every make target brings one; a pip install elsewhere treats it as optional (README).
+HOST_CC = $(firstword $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("CC") or "cc")' 2>/dev/null) cc)
+cc:
+	@command -v $(HOST_CC) >/dev/null || { $(call APT_INSTALL,gcc libc6-dev); }
 
 venv: $(VENV)/.installed
+venv-test: $(VENV)/.installed-test
 # PYTHONWARNINGS: setuptools' note that an editable install's finder may prefer a folder named
 # like the package in the working directory; there is no quco/ folder, so it says nothing here
-$(VENV)/.installed: pyproject.toml setup.py emulator/_fastcount.c
+$(VENV)/.installed: pyproject.toml setup.py emulator/_fastcount.c | cc
 	@command -v $(PYTHON) >/dev/null && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
-	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends python3-venv; }
+	  $(call APT_INSTALL,python3-venv); }
 	$(PYTHON) -m venv $(VENV)
+	@echo "pip: upgrading pip in $(VENV)"
 	$(BIN)/pip install -q --upgrade pip
+	@echo "pip: installing quco-emu (editable) and its dependencies into $(VENV), building the C counting hooks (about a minute)"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e .
+	@$(BIN)/python -m quco.emulator.fastcount
+	@rm -f $(VENV)/.installed-test
+	touch $@
+
+# the test runner and what only tests use (pytest, hypothesis, onnx, onnxruntime, pyarrow)
+$(VENV)/.installed-test: $(VENV)/.installed
+	@echo "pip: installing the [test] extra into $(VENV) (pytest, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
@@ -74,13 +95,13 @@ $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard firm
 demo: venv firmware
 	$(BIN)/quco-emu launch examples/kernels/matrix-matrix.json
 
-test: venv firmware gdb
+test: venv-test firmware gdb
 	$(BIN)/python -m pytest -q
 
 bench: venv firmware
 	$(BIN)/python bench/bench.py
 
-fuzz: venv firmware
+fuzz: venv-test firmware
 	$(BIN)/python bench/fuzz.py
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q tests/test_differential.py tests/test_kernel.py tests/test_perfmodel.py
 

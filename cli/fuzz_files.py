@@ -41,8 +41,10 @@ class Outcome:
         return any(ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0 for c in self.out + self.err)
 
 
-def run_cli(argv: list[str], timeout: float = 10.0) -> Outcome:
-    """quco-emu's main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM)."""
+def run_cli(argv: list[str], timeout: float = 120.0) -> Outcome:
+    """quco-emu's main(argv) with stdout and stderr captured and a wall-clock limit (SIGALRM).
+    The default limit is for a hang, generous for a loaded machine (tests use it; the fuzz
+    campaign and bench/hostile.py pass their own --timeout)."""
     from . import main  # loaded at the first run, not when a test collects this module
 
     def alarm(signum, frame):

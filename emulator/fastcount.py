@@ -19,6 +19,8 @@ import ctypes
 import functools
 import importlib.machinery
 import os
+import shutil
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +62,26 @@ def load():
                 return None
             return lib if same else None
     return None
+
+
+def build_compiler() -> str | None:
+    """The C compiler `pip install` builds _fastcount.c with (setuptools: $CC, else the one
+    Python was built with), where it is on the PATH; None where it is not."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(cc.split()[0]) if cc.split() else None
+
+
+def describe() -> str:
+    """Which counting path this install takes, in one line (the Makefile and bench/bench.py say it)."""
+    lib = load()
+    if lib is not None:
+        return f"counting hooks: C ({lib._name})"
+    if os.environ.get("QUCO_PYTHON_HOOKS") == "1":
+        return "counting hooks: Python (QUCO_PYTHON_HOOKS=1)"
+    cc = build_compiler()
+    why = (f"a C compiler is here ({cc}) but emulator/_fastcount.c is not built, or from another version: "
+           "reinstall (pip install -e .)" if cc else "no C compiler when it was installed")
+    return f"counting hooks: Python, about 2.7 times slower than the C ones ({why})"
 
 
 def slot_of(edge: int, block: int, mask: int) -> int:
@@ -136,3 +158,7 @@ class Counter:
         out = c.cycles, c.insns, c.blocks, c.splits
         c.cycles = c.insns = c.blocks = c.splits = c.edge = 0
         return out
+
+
+if __name__ == "__main__":
+    print(describe())

@@ -38,6 +38,20 @@ from . import disasm, fastcount, faults, isa, timing
 from .watchdog import watchdog
 from ..gst import abi
 
+
+class Traced(tuple):
+    """One executed block of a traced step: (address, size, cycles), and in `lats` the
+    latencies its operand-timed instructions ran with (divides, FDIV/FSQRT; () if none), so
+    that the per-function split (host/profile.py) charges each stall to the instruction that
+    waits, with the latency the block really had rather than the schedule's constant."""
+    lats: tuple = ()
+
+    def plus(self, cycles: int, lats: tuple | None = None) -> Traced:
+        """The same block, `cycles` more (and `lats` if given)."""
+        t = Traced((self[0], self[1], self[2] + cycles))
+        t.lats = self.lats if lats is None else lats
+        return t
+
 _uc_reg_read = getattr(getattr(_binding, "uclib", None), "uc_reg_read", None)
 
 PAGE = 4096
@@ -205,7 +219,7 @@ class Hooks:
                 e = self._new_edge(edge, address, size)
             self._edge, c, insns, size = e, e[_CYCLES], e[_INSNS], e[_NODE][1]
         self.cycles += c
-        self.trace.append((address, size, c))
+        self.trace.append(Traced((address, size, c)))
         self.instructions += insns
         self.blocks += 1
 
@@ -231,8 +245,7 @@ class Hooks:
         self._edge = v
         self.cycles += delta
         if self.tracing:
-            a, s, c = self.trace[-1]
-            self.trace[-1] = (a, s, c + delta)
+            self.trace[-1] = self.trace[-1].plus(delta, self._timed_lats)
 
     def _variant(self, e, lats: tuple) -> tuple:
         """Edge e with its block's operand-timed instructions at latencies `lats`, once they
@@ -280,8 +293,7 @@ class Hooks:
             self.cycles += self.split_penalty
             self.misaligned += 1
             if self.tracing:
-                a, s, c = self.trace[-1]
-                self.trace[-1] = (a, s, c + self.split_penalty)
+                self.trace[-1] = self.trace[-1].plus(self.split_penalty)
 
     def _on_access(self, uc, access, address, size, value, region):
         counts = self.writes if access == UC_MEM_WRITE else self.reads

@@ -193,8 +193,7 @@ class Soc(Hooks):
         self.pc = pc
         self.woken += 1
         if self.tracing and self.trace and self.timer:  # the wake-up belongs to the first block
-            a, s, c = self.trace[0]
-            self.trace[0] = (a, s, c + self._wake_cycles(self.woken - 1))
+            self.trace[0] = self.trace[0].plus(self._wake_cycles(self.woken - 1))
         reads = writes = None
         if self.count_memory:
             reads = {r.name: self.reads.get(r.name, 0) for r in COUNTED_REGIONS}

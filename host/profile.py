@@ -45,18 +45,20 @@ def attribute(image: Image, timer: Timer, trace: list) -> list[tuple[tuple[str, 
     """(stack, cycles) per retired instruction; stack = source functions, outermost first.
     by_function() and chrome_trace() both read this list: DWARF is parsed once."""
     src, calls, prev, out = Source(image), [], None, []
-    for address, size, cycles in trace:
+    for entry in trace:
+        address, size, cycles = entry
+        lats = getattr(entry, "lats", ())  # the latencies its divides and FDIVs ran with (hooks.Traced)
         if prev is not None:
             kind = timer.block(*prev).end_kind
             if kind == "call":
                 calls.append(src.chain(prev[0] + prev[1] - 4))
             elif kind == "ret" and calls:
                 calls.pop()
-        split = timer.split(prev, address, size)
-        split[0] += cycles - sum(split)  # the trace's own count is authoritative
+        split = timer.split(prev, address, size, lats)
+        split[0] += cycles - sum(split)  # the trace's own count is authoritative (a split access)
         outer = tuple(name for chain in calls for name in chain)
         out += [(outer + src.chain(address + 4 * i), c) for i, c in enumerate(split)]
-        prev = (address, size)
+        prev = (address, size, lats) if lats else (address, size)
     return out
 
 

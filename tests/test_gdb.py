@@ -24,7 +24,7 @@ from quco.host.device import Device
 from quco.host.kernel import load_kernel
 
 GDB = "gdb-multiarch"
-TIMEOUT = 30
+TIMEOUT = 180  # a bound for a hung gdb or stub, generous for a loaded machine (issue 28)
 KERNEL = load_kernel(MM_KERNEL)
 GST = tables.load("r9-nano")
 SW_ZERO_TO_ROM = (0x0000_2023).to_bytes(4, "little")  # sw zero, 0(zero)

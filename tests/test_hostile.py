@@ -174,7 +174,9 @@ def test_a_100_kb_name_is_refused_in_linear_time(tmp_path):
     k.write_text(kernel(name="x" * 300_000))
     t0 = time.perf_counter()
     assert run_cli(["check", str(k)]).code == 2
-    assert time.perf_counter() - t0 < 5
+    # the quadratic path took 45 s unloaded; the limit answers in milliseconds: 30 s tells them
+    # apart even on a loaded 2-core machine (issue 28: no test fails for the machine's speed)
+    assert time.perf_counter() - t0 < 30
 
 
 @pytest.mark.parametrize("argv", [

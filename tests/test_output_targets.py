@@ -5,9 +5,12 @@ privileges): regular and missing files are written atomically, a symbolic link i
 stays a link, a FIFO is written through to its reader, a character device is written through
 and never replaced (a private 1,7 device, /dev/full: "No space left on device", exit 2), a
 folder is refused with exit 2 naming it."""
+import ast
 import json
 import os
 import pwd
+import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -71,12 +74,17 @@ def onnx_model(folder: Path) -> str:
 # and prints [{case, code, out, err, fifo_bytes}] as JSON.
 CHILD = r"""
 import json, os, sys, threading
+uid, staged = int(sys.argv[1]), sys.argv[2]
+if staged:  # the package's copy the unprivileged user can read (run_as)
+    sys.path.insert(0, staged)
 from quco.cli.fuzz_files import run_cli
-uid = int(sys.argv[1])
+import quco.gst.tables
+assert not staged or quco.gst.tables.__file__.startswith(staged + "/"), quco.gst.tables.__file__
 cases, warm = json.loads(sys.stdin.read())
 if uid:
-    # this machine's Python lives under /root (mode 0700): run each command once as root, so
-    # every module it imports is loaded, then drop to the unprivileged user for the cases
+    # Python and the venv may live under /root (mode 0700, as here and in a clone there): run
+    # each command once as root, so every module it imports is loaded, then drop to the
+    # unprivileged user for the cases
     for argv in warm:
         run_cli(argv, timeout=60)
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
@@ -102,17 +110,45 @@ print(json.dumps(results))
 """
 
 
+CHECKOUT = Path(__file__).resolve().parent.parent
+PACKAGES = ast.literal_eval(re.search(r"^PACKAGES = (\(.*?\))$", (CHECKOUT / "setup.py").read_text(), re.M).group(1))
+
+
+def stage_package(folder: Path) -> Path:
+    """A copy of the package (code, firmware image, presets, examples: what quco.X reads from
+    its folder) laid out as installed, quco/X/, in `folder`, readable by every user: a checkout
+    under a private folder (a clone in /root, mode 0700) is not, and the package reads its data
+    files (presets, the firmware, the kernels) when a command runs, not at import."""
+    for name in PACKAGES:
+        shutil.copytree(CHECKOUT / name, folder / "quco" / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IRGRP | stat.S_IROTH | (0o055 if path.is_dir() else 0))
+    return folder
+
+
 def run_as(uid: int, cases: list[dict]) -> dict:
+    """Run the cases in one child as `uid`. An unprivileged child runs the package from a
+    copy it can read (stage_package), the checkout's example files in the cases' command
+    lines replaced by theirs; the code, and so what the cases check, is the checkout's."""
     warm = tempfile.mkdtemp(prefix="quco-warm-")
+    staged = ""
+    if uid:
+        staged = str(stage_package(Path(tempfile.mkdtemp(prefix="quco-staged-"))))
+        to_staged = lambda a: a.replace(f"{CHECKOUT}/", f"{staged}/quco/")  # noqa: E731
+        cases = [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]
     firsts = {}
     for i, c in enumerate(cases):  # each command once, into a folder of root's
         argv = c["argv"]
         key = tuple(a for a in argv if not a.startswith("/"))
         firsts.setdefault(key, [a if a != c["path"] else os.path.join(warm, f"{i}{Path(a).suffix}") for a in argv])
-    done = subprocess.run([sys.executable, "-c", CHILD, str(uid)], input=json.dumps([cases, list(firsts.values())]),
-                          capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "HOME": "/tmp"})
-    subprocess.run(["rm", "-rf", warm], check=False)
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, str(uid), staged],
+                              input=json.dumps([cases, list(firsts.values())]), capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "HOME": "/tmp"})
+    finally:
+        for folder in (warm, staged):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return {r["case"]: r for r in json.loads(done.stdout)}
 

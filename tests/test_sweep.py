@@ -119,10 +119,12 @@ def test_a_failing_task_raises_its_error():
 
 def test_unreachable_scheduler_fails_fast(monkeypatch):
     monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)  # the CLI's own bound is tested in test_hostile_24.py
+    import distributed  # noqa: F401 -- loaded before the clock starts: its import is seconds on a loaded machine
     t0 = time.monotonic()
     with pytest.raises(SweepError, match="cannot reach Dask scheduler tcp://127.0.0.1:1"):
         run(operator.neg, [1, 2], scheduler="tcp://127.0.0.1:1")
-    assert time.monotonic() - t0 < sweep.CONNECT_TIMEOUT_S + 5
+    # the bound is the point: far below distributed's own connect timeout (30 s), generous for load
+    assert time.monotonic() - t0 < sweep.CONNECT_TIMEOUT_S + 20
 
 
 def test_a_scheduler_without_workers_fails_after_the_wait(monkeypatch):
