@@ -49,7 +49,9 @@ def fields_from_doc(doc: dict, where: str) -> dict:
     values["name"] = name.encode()
     known = {f.name for f in abi.GST_CHECKED}
     for key in doc:
-        if key != "name" and key not in known:
+        # [model]: the performance model's description of the GPU (quco.perfmodel.params),
+        # not part of the GST: the unit never sees it
+        if key not in ("name", "model") and key not in known:
             raise GstFileError(f"{where}: {toml_key(key)}: unknown field (known: name, {', '.join(sorted(known))})")
     for f in abi.GST_CHECKED:
         expected = f"expected an integer {f.lo}..{f.hi} ({f.doc})"

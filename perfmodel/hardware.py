@@ -175,13 +175,13 @@ def summarise(pts: list[Point], pick: Config | None = None) -> dict:
     }
 
 
-def compare(rows: list[Measurement], gst: bytes, quco_pick=None, kernels=COMPARED, variant: str = "att") -> list[dict]:
+def compare(rows: list[Measurement], gst: bytes, quco_pick=None, kernels=COMPARED, variant: str = "att",
+            m=None) -> list[dict]:
     """One dict per kernel x size of `rows` (in file order) for the `variant` rows that fit:
     the summary of `summarise` plus kernel, size, work_groups and the points themselves.
     `quco_pick(gst, kernel)` -> Config or None gives QuCo's configuration (the firmware's,
-    run by the caller: bench/hardware.py)."""
-    g = tables.unpack(gst)
-    m = machine(g)
+    run by the caller: bench/hardware.py). `m`: another Machine for the GST (a fit's)."""
+    m = m or machine(tables.unpack(gst))
     out = []
     groups: dict = {}
     for r in rows:

@@ -1,0 +1,129 @@
+"""Calibration of the GPU description's fitted constants on measurements (issue #29).
+
+Each constant is set by named rows of a measurement file, in two stages, each a closed form
+the model reduces to on those rows:
+
+1. **Issue-bound rows** set the consumers' barrier code (`step_instr`, `queue_instr`,
+   `store_instr`): rows of the large grid whose measured time is at least ISSUE_BOUND x the
+   DRAM bound (bytes / sustained bandwidth), that keep at least MIN_SLOTS slots (latency
+   covered) and whose LDS does not limit the work-groups resident (as many as the
+   wavefront slots allow). There the CU's pools are the bottleneck and the model's time per step is
+   (step + queue x descriptors + store x stores) x consumer wavefronts x wave_instr /
+   active pools, so the three counts follow by non-negative linear least squares
+   (scipy.optimize.lsq_linear) from the measured cycles per step of the busiest CU.
+2. **Small-grid rows** set `launch_ns`: rows of the small grid that stream at least 80% of
+   sustained bandwidth on the model; launch = the median of measured - modelled time.
+
+`leave_one_out` refits without one kernel family and predicts it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections import Counter
+
+import numpy as np
+from scipy import optimize
+
+from .hardware import COMPARED, Measurement, compare, scaled_kernel
+from .params import Machine
+from .sim import occupancy
+from .work import Config, Work
+
+ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
+MIN_SLOTS = 4       # ... and keeps this many slots (the round trip covered)
+FAMILIES = {"streaming": ("Elementwise", "ElementwiseK", "Sumvectors"), "reduction": ("Dot-Product",),
+            "matrix": ("Matrix-Vector",)}
+
+
+def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float]:
+    """(steps per work-group, descriptors per step, stores per step, cycles per instruction
+    count of the step's code on a CU: consumer wavefronts x wave_instr / active pools)."""
+    steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
+    per_operand = Counter(work.operand(i) for i in range(len(work.queues)))
+    descs = sum(math.ceil(n / m.att_box_rows) for n in per_operand.values())
+    out_per_step = work.output_bytes / (work.passes * steps)
+    stores = 1 if out_per_step >= m.cache_line else 0
+    per_instr = work.consumer_wavefronts * m.wave_instr / min(work.consumer_wavefronts, m.pools)
+    return steps, descs, stores, per_instr
+
+
+def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
+    out = []
+    for r in rows:
+        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.slots < MIN_SLOTS:
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
+        dram_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
+        if r.time_us < ISSUE_BOUND * dram_us:
+            continue
+        cfg = Config(r.tile, (r.slots,) * len(work.queues))
+        if occupancy(m, work, cfg) < m.max_waves // (work.consumer_wavefronts + 1):
+            continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
+        steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        cycles_per_step = r.time_us * m.clock_mhz / (wgs * steps)
+        out.append((r, [1.0, descs, stores], cycles_per_step / per_instr))
+    return out
+
+
+def fit_issue(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, list]:
+    """step_instr, queue_instr, store_instr from the issue-bound rows (non-negative least
+    squares); returns the values and the rows used."""
+    used = issue_rows(m, rows, kernels=kernels)
+    if len(used) < 3:
+        raise ValueError(f"{len(used)} issue-bound rows: at least 3 needed to fit three counts")
+    a = np.array([x for _, x, _ in used])
+    y = np.array([v for _, _, v in used])
+    res = optimize.lsq_linear(a, y, bounds=(0, np.inf))
+    step, queue, store = (float(v) for v in res.x)
+    return {"step_instr": step, "queue_instr": queue, "store_instr": store}, [r for r, _, _ in used]
+
+
+def with_constants(m: Machine, c: dict) -> Machine:
+    """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
+    fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr")}
+    if "launch_ns" in c:
+        fields["launch"] = c["launch_ns"] * m.clock_mhz / 1000.0
+    return dataclasses.replace(m, **fields)
+
+
+def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "paper", kernels=COMPARED) -> tuple[float, list]:
+    """launch_ns: the median of measured - modelled time over the small grid's rows that
+    stream at 80% of sustained bandwidth or more on the model (launch 0)."""
+    m0 = dataclasses.replace(m, launch=0.0)
+    picked = [r for r in rows if r.size == size and r.kernel in kernels]
+    gaps, used = [], []
+    for res in compare(picked, gst, kernels=kernels, m=m0):
+        work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
+        total = res["work_groups"] * (work.moved_bytes() + work.output_bytes)
+        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)
+        for p in res["points"]:
+            if p.model_us is not None and p.model_us <= bound_us / 0.8:
+                gaps.append(1000.0 * (p.measured_us - p.model_us))
+                used.append((res["kernel"], p.tile, p.slots))
+    if not gaps:
+        raise ValueError("no bandwidth-bound small-grid rows to set the launch time")
+    return max(0.0, statistics.median(gaps)), used
+
+
+def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
+    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
+    c, issue_used = fit_issue(m, rows, kernels)
+    launch, launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    c["launch_ns"] = launch
+    return c, {"step_instr, queue_instr, store_instr": issue_used, "launch_ns": launch_used}
+
+
+def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
+    """For each kernel family: fit without it, then compare on it."""
+    out = []
+    for family, members in FAMILIES.items():
+        rest = tuple(k for k in COMPARED if k not in members)
+        c, _ = fit(m, gst, rows, rest)
+        for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
+            out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
+    return out
