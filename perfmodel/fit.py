@@ -1,6 +1,6 @@
 """Calibration of the GPU description's fitted constants on measurements (issue #29).
 
-Each constant is set by named rows of a measurement file, in two stages, each a closed form
+Each constant is set by named rows of a measurement file, in three stages, each a closed form
 the model reduces to on those rows:
 
 1. **Issue-bound rows** set the consumers' barrier code (`step_instr`, `queue_instr`,
@@ -11,8 +11,11 @@ the model reduces to on those rows:
    (step + queue x descriptors + store x stores) x consumer wavefronts x wave_instr /
    active pools, so the three counts follow by non-negative linear least squares
    (scipy.optimize.lsq_linear) from the measured cycles per step of the busiest CU.
-2. **Small-grid rows** set `launch_ns`: rows of the small grid that stream at least 80% of
-   sustained bandwidth on the model; launch = the median of measured - modelled time.
+2. **Small-grid issue-bound rows** set `dep_instr_cycles`: there every work-group of a CU is
+   resident at once, so a step takes its instructions' dependent chain (fit_chain).
+3. **Small-grid rows** set `launch_ns`: rows of the small grid that stream at least 80% of
+   sustained bandwidth on the model; per kernel the least measured - modelled time (a cost
+   every configuration pays is at most that), then the median over the kernels.
 
 `leave_one_out` refits without one kernel family and predicts it.
 """
@@ -83,39 +86,69 @@ def fit_issue(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[di
     return {"step_instr": step, "queue_instr": queue, "store_instr": store}, [r for r, _, _ in used]
 
 
+def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str = "paper",
+              kernels=COMPARED) -> tuple[float, list]:
+    """dep_instr_cycles: on the small grid every work-group of a CU is resident at once (two
+    on 132 CUs), so a step of an issue-bound row (tile <= 256, >= MIN_SLOTS slots) takes the
+    chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
+    launch) x clock / (steps x instructions per step); the median over the rows."""
+    per, used = [], []
+    for r in rows:
+        if (r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile > 256
+                or r.slots < MIN_SLOTS):
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        cfg = Config(r.tile, (r.slots,) * len(work.queues))
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        if occupancy(m, work, cfg) < wgs:
+            continue
+        steps, descs, stores, _ = _step_terms(m, work, r.tile)
+        instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
+        per.append((r.time_us * 1000.0 - launch_ns) * m.clock_mhz / 1000.0 / (steps * instrs))
+        used.append((r.kernel, r.tile, r.slots))
+    if not per:
+        raise ValueError("no issue-bound small-grid rows to set the instruction chain's latency")
+    return statistics.median(per), used
+
+
 def with_constants(m: Machine, c: dict) -> Machine:
     """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
     fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr")}
+    if "dep_instr_cycles" in c:
+        fields["dep_instr"] = c["dep_instr_cycles"]
     if "launch_ns" in c:
         fields["launch"] = c["launch_ns"] * m.clock_mhz / 1000.0
     return dataclasses.replace(m, **fields)
 
 
 def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "paper", kernels=COMPARED) -> tuple[float, list]:
-    """launch_ns: the median of measured - modelled time over the small grid's rows that
-    stream at 80% of sustained bandwidth or more on the model (launch 0)."""
+    """launch_ns: a cost every configuration pays, so per kernel the least measured - modelled
+    time (launch 0) over the small grid's rows that stream at 80% of sustained bandwidth or
+    more on the model; then the median over the kernels."""
     m0 = dataclasses.replace(m, launch=0.0)
     picked = [r for r in rows if r.size == size and r.kernel in kernels]
-    gaps, used = [], []
+    gaps, used = {}, []
     for res in compare(picked, gst, kernels=kernels, m=m0):
         work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
         total = res["work_groups"] * (work.moved_bytes() + work.output_bytes)
         bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)
         for p in res["points"]:
             if p.model_us is not None and p.model_us <= bound_us / 0.8:
-                gaps.append(1000.0 * (p.measured_us - p.model_us))
+                gaps.setdefault(res["kernel"], []).append(1000.0 * (p.measured_us - p.model_us))
                 used.append((res["kernel"], p.tile, p.slots))
     if not gaps:
         raise ValueError("no bandwidth-bound small-grid rows to set the launch time")
-    return max(0.0, statistics.median(gaps)), used
+    return max(0.0, statistics.median(min(g) for g in gaps.values())), used
 
 
 def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
     """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
     c, issue_used = fit_issue(m, rows, kernels)
-    launch, launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
-    c["launch_ns"] = launch
-    return c, {"step_instr, queue_instr, store_instr": issue_used, "launch_ns": launch_used}
+    launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
+    c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    return c, {"step_instr, queue_instr, store_instr": issue_used, "dep_instr_cycles": chain_used,
+               "launch_ns": launch_used}
 
 
 def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:

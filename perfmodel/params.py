@@ -45,6 +45,7 @@ GPU_FIELDS = {
     "waves_per_pool": 10, "wave_instr_cycles": 4, "l2_slices": 16, "l2_slice_bytes": 256 << 10,
     "att_issue_cycles": 4, "att_box_rows": 1, "step_instr": 0, "queue_instr": 2, "store_instr": 0,
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
+    "dep_instr_cycles": 4,
 }
 
 
@@ -91,6 +92,8 @@ class Machine:
     # the GPU's own description (its preset's [model]; GPU_FIELDS)
     waves_per_pool: int = 10           # wavefronts a pool (SIMD, sub-partition) keeps resident
     wave_instr: float = 4.0            # cycles a pool takes to issue one wavefront instruction
+    dep_instr: float = 4.0             # cycles from one instruction of a wavefront to the next that
+                                       # depends on it (a chain's latency per instruction)
     att_issue: float = 4.0             # cycles the ATT unit is busy per descriptor
     att_box_rows: int = 1              # identical queues one descriptor moves (a 2-D box)
     step_instr: float = 0.0            # consumer instructions per wavefront and step
@@ -139,7 +142,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         att_issue=float(d["att_issue_cycles"]), att_box_rows=d["att_box_rows"],
         step_instr=float(d["step_instr"]), queue_instr=float(d["queue_instr"]), store_instr=float(d["store_instr"]),
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
-        barrier_bytes=d["barrier_bytes"])
+        barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

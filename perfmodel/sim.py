@@ -317,9 +317,17 @@ class Model:
             # the completion cost: every consumer wavefront runs the step's barrier code (a wait
             # and an arrive per descriptor, the loop, the store) on the CU's pools, which the
             # resident work-groups share; a wake-up if they slept
-            code = (m.step_instr + m.queue_instr * descs + m.store_instr * self.stores) * waves * m.wave_instr
-            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle,
-                                     lds if waited > 0 else 0.0, code / self.active_pools)
+            # (throughput); each wavefront's instructions depend on each other, so the step
+            # takes at least instructions x dep_instr however idle the pools are (latency)
+            instrs = m.step_instr + m.queue_instr * descs + m.store_instr * self.stores
+            t_code = env.now
+            flops = self.flops_per_byte * step_bytes / self.flops_per_cycle
+            yield from self._compute(slot, k, flops, lds if waited > 0 else 0.0,
+                                     instrs * waves * m.wave_instr / self.active_pools)
+            chain = t_code + instrs * m.dep_instr + flops - env.now
+            if chain > 0:
+                self.barrier += chain
+                yield env.timeout(chain)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
                 wg.wake(wg.producer_wait, gi)
