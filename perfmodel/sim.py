@@ -320,10 +320,10 @@ class Model:
             # (throughput); each wavefront's instructions depend on each other, so the step
             # takes at least instructions x dep_instr however idle the pools are (latency)
             instrs = m.step_instr + m.queue_instr * descs + m.store_instr * self.stores
-            t_code = env.now
+            wake = lds if waited > 0 else 0.0
+            t_code = env.now + wake
             flops = self.flops_per_byte * step_bytes / self.flops_per_cycle
-            yield from self._compute(slot, k, flops, lds if waited > 0 else 0.0,
-                                     instrs * waves * m.wave_instr / self.active_pools)
+            yield from self._compute(slot, k, flops, wake, instrs * waves * m.wave_instr / self.active_pools)
             chain = t_code + instrs * m.dep_instr + flops - env.now
             if chain > 0:
                 self.barrier += chain
