@@ -113,13 +113,18 @@ class Machine:
         return self.pools * self.waves_per_pool
 
 
+def gst_name(g: dict) -> str:
+    """The GST's name field as text."""
+    return g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
+
+
 def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
             unlimited_lds: bool = False) -> Machine:
     """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all).
     The GST's latencies are ns (cycles of LAT_REF_MHZ); the Machine's are core cycles."""
     nominal = g["core_clock_mhz"]
     ref = abi.const("LAT_REF_MHZ")
-    name = g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
+    name = gst_name(g)
     d = description(name)
     slices, slice_bytes = d["l2_slices"], d["l2_slice_bytes"]
     clock = core_clock_mhz or nominal
