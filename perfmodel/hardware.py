@@ -141,10 +141,18 @@ class Point:
     model_us: float | None
 
 
+def measured_config(work: Work, tile: int, slots: int) -> Config:
+    """The configuration a measured (tile, slots) stands for: the measured kernel pipelines a
+    queue at most as deep as it has tiles in a pass (a loop of n iterations holds at most n
+    stages: Matrix-Vector at 2048 elements is one tile and runs the same at 1..8 slots), so
+    each queue gets min(slots, its tiles per pass)."""
+    return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))))
+
+
 def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
     out = []
     for r in measured:
-        cfg = Config(r.tile, (r.slots,) * len(work.queues))
+        cfg = measured_config(work, r.tile, r.slots)
         ok = fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
         out.append(Point(r.tile, r.slots, r.time_us, evaluate(m, work, cfg).ns / 1000.0 if ok else None))
     return out

@@ -193,3 +193,17 @@ def test_split_k_pays_the_reductions_dram_round_trip():
     partials = 128 * 4096
     assert o.cycles - t["cycles"] - M.launch == pytest.approx(
         M.lat_dram + (1 + 1 / 2) * partials / M.dram_bytes_per_cycle)
+
+
+# ---------------------------------------------------------------- cost independent of the grid
+@pytest.mark.parametrize("cfg", [Config(1024, (4, 4)), Config(64, (8, 8)), Config(8192, (3, 3))])
+def test_per_work_group_time_and_cost_do_not_depend_on_the_grid(cfg):
+    """Steady state plus first and last waves: the time one more round of work-groups adds is
+    the same at 4 and at 256 work-groups per CU (528 and 33,792 on 132 SMs) within 0.5%, and
+    the simulation's events stop growing once the steady rounds are extrapolated."""
+    def run(n):
+        return simulate(H, stream(2, wgs=H.cus * n), cfg)
+    a, b, c, d = run(4), run(8), run(128), run(256)
+    small, large = (b.cycles - a.cycles) / (4 * H.cus), (d.cycles - c.cycles) / (128 * H.cus)
+    assert small == pytest.approx(large, rel=0.005)
+    assert d.events == c.events and d.extrapolated
