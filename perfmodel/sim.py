@@ -45,7 +45,7 @@ from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
-STEP_RUNS = (16, 32)  # a long single pass is simulated over this many steps a work-group and
+STEP_RUNS = (48, 96)  # a long single pass is simulated over this many steps a work-group and
                       # extrapolated linearly (simulate): a work-group's time is its fill, then
                       # steady steps, then its drain
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the

@@ -210,12 +210,14 @@ def test_per_work_group_time_and_cost_do_not_depend_on_the_grid(cfg):
 
 
 @pytest.mark.parametrize("m", [H, M], ids=["h100", "r9-nano"])
-@pytest.mark.parametrize("cfg", [Config(64, (8, 8)), Config(128, (4, 4)), Config(256, (2, 2)), Config(64, (1, 1))])
-def test_long_passes_extrapolated_over_steps_match_the_full_run(m, cfg):
+@pytest.mark.parametrize("cfg", [Config(64, (8, 8)), Config(128, (4, 4)), Config(256, (3, 3)), Config(64, (1, 1))])
+@pytest.mark.parametrize("per_cu", [2, 12])
+def test_long_passes_extrapolated_over_steps_match_the_full_run(m, cfg, per_cu):
     """A work-group's long single pass is simulated over STEP_RUNS steps and extrapolated:
-    equal to the full run within 0.5%, with fewer events."""
-    w = stream(2, length=65536, wgs=m.cus * 12, out=65536 * 2)
+    equal to the full run within 0.5%, with fewer events (a 16/32-step window was 5% off at
+    512/7 with two work-groups a CU: the window must cover the fill)."""
+    w = stream(2, length=65536, wgs=m.cus * per_cu, out=65536 * 2)
     fast, full = simulate(m, w, cfg), simulate(m, w, cfg, exact=True)
-    assert fast.extrapolated and fast.events < full.events / 4
+    assert fast.extrapolated and fast.events < full.events / 1.5
     assert fast.cycles == pytest.approx(full.cycles, rel=0.005)
     assert fast.dram_gbps == pytest.approx(full.dram_gbps, rel=0.005)
