@@ -177,8 +177,11 @@ def read(spec: str | Path) -> tuple[bytes, dict]:
     path = _resolve(spec)
     if path.suffix == ".toml":
         doc = load_toml(path)
-        return (check(pack(fields_from_doc(doc, str(path))), str(path)),
-                {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
+        src = {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict) and k != "model"}
+        # the performance model's entries ([model], not in the GST) as "model.FIELD"
+        src.update({f"model.{k}": v.get("source", "") if isinstance(v, dict) else ""
+                    for k, v in doc.get("model", {}).items()} if isinstance(doc.get("model"), dict) else {})
+        return check(pack(fields_from_doc(doc, str(path))), str(path)), src
     try:
         raw = read_bytes(path, abi.GST.size, f"binary GST ({abi.GST.size} bytes) or .toml preset")
     except UserFileError as e:

@@ -476,7 +476,9 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     exact = exact or trace
     if not exact:
         steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-        if steps > STEP_RUNS[1] * 2 and _streams_privately(work, cfg.tile):
+        # not the ideal run: its slots hold whole passes, which a cut queue would change
+        if steps > STEP_RUNS[1] * 2 and mode != "ideal" and max(cfg.slots) < STEP_RUNS[0] \
+                and _streams_privately(work, cfg.tile):
             return _extrapolate_steps(m, work, cfg, mode, max_occupancy, steps)
     period = pass_period(work)
     # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill

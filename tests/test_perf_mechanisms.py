@@ -221,3 +221,14 @@ def test_long_passes_extrapolated_over_steps_match_the_full_run(m, cfg, per_cu):
     assert fast.extrapolated and fast.events < full.events / 1.5
     assert fast.cycles == pytest.approx(full.cycles, rel=0.005)
     assert fast.dram_gbps == pytest.approx(full.dram_gbps, rel=0.005)
+
+
+def test_the_ideal_run_is_never_cut_short():
+    """The ideal run's slots hold whole passes: cutting its queues to a step window would
+    change what fits, so it runs whole (planted: ElementwiseK's Fig. 6 fell to 0.72 of ideal)."""
+    from quco.perfmodel import search
+    w = stream(1, length=65536, wgs=M.cus * 4, m=M)
+    r = search.ideal(R9, w)
+    full = simulate(machine(R9, unlimited_lds=True), w, r.config, "ideal", exact=True,
+                    max_occupancy=r.outcome.occupancy)
+    assert r.outcome.cycles == pytest.approx(full.cycles, rel=1e-9)
