@@ -111,9 +111,48 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
     return statistics.median(per), used
 
 
+STREAM_TILE = 2048  # rows with tiles this large or larger are bandwidth-bound on the H100
+
+
+def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """(measurement, concurrent streams, relative excess over the sustained DRAM bound) for the
+    big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
+    operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
+    out = []
+    for r in rows:
+        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile < STREAM_TILE:
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        if any(work.sharers(i) > 1 for i in range(len(work.queues))):
+            continue
+        cfg = Config(r.tile, tuple(min(r.slots, work.tiles(i, r.tile)) for i in range(len(work.queues))))
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        occ = min(occupancy(m, work, cfg), wgs)
+        _, _, stores, _ = _step_terms(m, work, r.tile)
+        streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
+        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
+        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz) + m.launch / m.clock_mhz
+        out.append((r, streams, r.time_us / bound_us - 1.0))
+    return out
+
+
+def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[float, list]:
+    """dram_stream_cost: time over the sustained bound = cost x streams, by least squares
+    through the origin (scipy.optimize.lsq_linear, non-negative) on stream_rows."""
+    used = stream_rows(m, rows, kernels=kernels)
+    if len(used) < 2:
+        raise ValueError("fewer than 2 bandwidth-bound rows to set the DRAM stream cost")
+    a = np.array([[float(n)] for _, n, _ in used])
+    y = np.array([v for _, _, v in used])
+    res = optimize.lsq_linear(a, y, bounds=(0, np.inf))
+    return float(res.x[0]), [r for r, _, _ in used]
+
+
 def with_constants(m: Machine, c: dict) -> Machine:
     """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
     fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr")}
+    if "dram_stream_cost" in c:
+        fields["dram_stream_cost"] = c["dram_stream_cost"]
     if "dep_instr_cycles" in c:
         fields["dep_instr"] = c["dep_instr_cycles"]
     if "launch_ns" in c:
@@ -144,10 +183,12 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
 def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
     """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
     c, issue_used = fit_issue(m, rows, kernels)
+    c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
     launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
     c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
     c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
-    return c, {"step_instr, queue_instr, store_instr": issue_used, "dep_instr_cycles": chain_used,
+    return c, {"step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
+               "dep_instr_cycles": chain_used,
                "launch_ns": launch_used}
 
 

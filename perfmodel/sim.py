@@ -173,7 +173,6 @@ class Model:
         # DRAM and L2 are shared by the whole GPU: the busiest CU gets the share of its part of
         # the grid (wgs of work_groups), as many CUs' worth as there are whole such parts
         self.share_cus = (work.work_groups or m.cus) / self.wgs
-        self.pipes = Pipes.of(m, self.share_cus)
         active_pools = min(work.consumer_wavefronts, m.pools)
         self.active_pools = active_pools
         self.flops_per_cycle = m.flops_per_cycle * active_pools / m.pools
@@ -191,6 +190,11 @@ class Model:
         # a step stores its results when its share of them is at least a cache line (streaming
         # kernels); a reduction writes once at the end, spread thin over the steps
         self.stores = 1 if self.out_per_step >= m.cache_line else 0
+        # concurrent sequential DRAM streams on the GPU: each resident work-group reads each of
+        # its operands and writes its results in its own stream; interleaved streams cost the
+        # DRAM row-buffer locality, dram_stream_cost of its rate each
+        streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
+        self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
         # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
         # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
         self.request_bytes = cfg.tile * work.queues[0].elem_size

@@ -117,8 +117,22 @@ def test_dram_bound_at_the_sustained_rate_with_launch():
     w = stream(2, length=65536, wgs=H.cus * 32)
     o = simulate(H, w, Config(4096, (4, 4)))
     total = w.work_groups * w.moved_bytes()
-    bound = H.launch + total / H.dram_bytes_per_cycle / (4096 * 2 / (4096 * 2 + 16))
-    assert bound <= o.cycles <= 1.03 * bound
+    streams = H.cus * o.occupancy * 2       # two operands a resident work-group, no results
+    rate = H.dram_bytes_per_cycle * (4096 * 2 / (4096 * 2 + 16)) / (1 + H.dram_stream_cost * streams)
+    bound = H.launch + total / rate
+    assert bound <= o.cycles <= 1.01 * bound
+
+
+def test_fewer_concurrent_streams_stream_faster():
+    """The same bytes with one resident work-group a CU (8192 x 7 slots) against three
+    (8192 x 2): the DRAM rate differs by (1 + c x 3 x 2 x 132) / (1 + c x 1 x 2 x 132)."""
+    w = stream(2, length=1 << 20, wgs=H.cus * 3)   # long passes: the fill is noise
+    one, three = simulate(H, w, Config(8192, (7, 7))), simulate(H, w, Config(8192, (2, 2)))
+    assert (one.occupancy, three.occupancy) == (1, 3)
+    c = H.dram_stream_cost
+    assert c > 0
+    assert (three.cycles - H.launch) / (one.cycles - H.launch) == pytest.approx(
+        (1 + c * 3 * 2 * H.cus) / (1 + c * 2 * H.cus), rel=0.01)
 
 
 def test_a_grid_of_256_on_132_cus_runs_two_waves_worth():
@@ -199,12 +213,13 @@ def test_split_k_pays_the_reductions_dram_round_trip():
 @pytest.mark.parametrize("cfg", [Config(1024, (4, 4)), Config(64, (8, 8)), Config(8192, (3, 3))])
 def test_per_work_group_time_and_cost_do_not_depend_on_the_grid(cfg):
     """Steady state plus first and last waves: the time one more round of work-groups adds is
-    the same at 4 and at 256 work-groups per CU (528 and 33,792 on 132 SMs) within 0.5%, and
-    the simulation's events stop growing once the steady rounds are extrapolated."""
+    the same at 16 and at 256 work-groups per CU (2,112 and 33,792 on 132 SMs) within 0.5%, and
+    the simulation's events stop growing once the steady rounds are extrapolated. (Below 8 a
+    CU the resident work-groups, and with them the DRAM streams, change with the grid.)"""
     def run(n):
         return simulate(H, stream(2, wgs=H.cus * n), cfg)
-    a, b, c, d = run(4), run(8), run(128), run(256)
-    small, large = (b.cycles - a.cycles) / (4 * H.cus), (d.cycles - c.cycles) / (128 * H.cus)
+    a, b, c, d = run(8), run(16), run(128), run(256)
+    small, large = (b.cycles - a.cycles) / (8 * H.cus), (d.cycles - c.cycles) / (128 * H.cus)
     assert small == pytest.approx(large, rel=0.005)
     assert d.events == c.events and d.extrapolated
 
