@@ -196,7 +196,7 @@ def hardware(path: str, gpu: str = "h100-sxm") -> None:
     c, used = hwfit.fit(m, gst, rows)
     print(f"fit on {path} ({gpu}):")
     for k, v in c.items():
-        print(f"  {k} = {v:.3f}   (preset: {params.description(params.gst_name(tables.unpack(gst)))[k]})")
+        print(f"  {k} = {v:.4g}   (preset: {params.description(params.gst_name(tables.unpack(gst)))[k]})")
     for k, rs in used.items():
         kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
         print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
@@ -205,7 +205,7 @@ def hardware(path: str, gpu: str = "h100-sxm") -> None:
     print("| held out | constants fitted without it | size | kernel | rank corr | model best cost | median err |")
     print("|---|---|---|---|---|---|---|")
     for r in hwfit.leave_one_out(m, gst, rows):
-        cs = ", ".join(f"{k} {v:.1f}" for k, v in r["constants"].items())
+        cs = ", ".join(f"{k} {v:.3g}" for k, v in r["constants"].items())
         print(f"| {r['held_out']} | {cs} | {r['size']} | {r['kernel']} | {r['spearman']:.2f} | "
               f"{r['model_best_cost_pct']:+.1f}% | {r['median_error_pct']:.1f}% |")
 
