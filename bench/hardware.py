@@ -64,6 +64,11 @@ def main(argv=None) -> int:
     results = hardware.compare(rows, gst, None if args.no_quco else (lambda g, k: firmware_config(g, k)))
     print(f"{args.file} against the model on {args.gpu}:")
     show(results)
+    print("\nATT vs NoATT: best plain loads / best TMA (measured) and NoATT/Fine-Tuned / ATT/Fine-Tuned "
+          "(model); above 1: ATT ahead")
+    print("| size | kernel | measured | model |\n|---|---|---|---|")
+    for r in hardware.att_vs_noatt(rows, gst):
+        print(f"| {r['size']} | {r['kernel']} | {r['measured']:.2f} | {fmt(r['model'], '.2f', '')} |")
     if args.plot:
         for p in plots.hardware(results, args.plot):
             print(f"wrote {p}")

@@ -223,3 +223,28 @@ def table(path=DEFAULT_DATA, gpu: str = "h100-sxm", quco: bool = True) -> list[d
     gst = tables.load(gpu)
     out = compare(read(path), gst, (lambda g, k: firmware_config(g, k)) if quco else None)
     return [{k: v for k, v in r.items() if k != "points"} | {"gpu": gpu, "data": str(path)} for r in out]
+
+
+def att_vs_noatt(rows: list[Measurement], gst: bytes, kernels=COMPARED) -> list[dict]:
+    """Per kernel x size: the best plain-load ("pointer", the NoATT analogue) time over the best
+    TMA ("att") time, measured, beside the model's NoATT/Fine-Tuned over its ATT/Fine-Tuned
+    (the model's best of the measured ATT configurations). Above 1: ATT ahead."""
+    from .search import noatt
+    g = tables.unpack(gst)
+    m = machine(g)
+    best: dict = {}
+    for r in rows:
+        if r.kernel in kernels and r.fits and r.time_us and r.variant in ("att", "pointer") and r.tile:
+            key = (r.kernel, r.size, r.work_groups)
+            best.setdefault(key, {}).setdefault(r.variant, []).append(r)
+    out = []
+    for (name, size, wgs), by in best.items():
+        if "att" not in by or "pointer" not in by:
+            continue
+        work = Work.of(scaled_kernel(name, wgs))
+        model_att = min(p.model_us for p in points(m, work, by["att"]) if p.model_us is not None)
+        na = noatt(m, g, work, tuned=True)
+        out.append({"kernel": name, "size": size, "work_groups": wgs,
+                    "measured": min(r.time_us for r in by["pointer"]) / min(r.time_us for r in by["att"]),
+                    "model": (na.outcome.ns / 1000.0) / model_att if na else None})
+    return out
