@@ -8,7 +8,7 @@ batch), each ended by a barrier that drains the queues. In each resident work-gr
 
 - the producer wavefront walks the steps in order and, per queue, waits for a free slot
   (the slot's "empty" barrier), issues the ATT descriptor (the CU's ATT unit is busy
-  ATT_DESC_CYCLES per descriptor) and moves on; the tile arrives after the ATT latency plus
+  att_issue cycles per descriptor; the rows of one operand share a box) and moves on; the tile arrives after the ATT latency plus
   the L2 or DRAM round trip, and after its bytes went through the CU's memory servers
   (quco.perfmodel.memory: L2 hits of re-read and shared data, DRAM efficiency by
   descriptor size, the fill path);
@@ -32,7 +32,6 @@ them, synchronise (one work-group barrier), compute.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,14 +39,12 @@ from dataclasses import dataclass, field
 import simpy
 
 from .memory import Pipes, hit_fractions
+from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
-STEP_RUNS = (48, 96)  # a long single pass is simulated over this many steps a work-group and
-                      # extrapolated linearly (simulate): a work-group's time is its fill, then
-                      # steady steps, then its drain
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
@@ -476,14 +473,14 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
     periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
     all of them: once the pipeline is full every period does the same work (tests check it
-    against the full run)."""
+    against the full run); a long single pass, over the step window (quco.perfmodel.window)."""
     exact = exact or trace
     if not exact:
         steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
         # not the ideal run: its slots hold whole passes, which a cut queue would change
         if steps > STEP_RUNS[1] * 2 and mode != "ideal" and max(cfg.slots) < STEP_RUNS[0] \
-                and _streams_privately(work, cfg.tile):
-            return _extrapolate_steps(m, work, cfg, mode, max_occupancy, steps)
+                and streams_privately(work, cfg.tile):
+            return extrapolate_steps(m, work, cfg, mode, max_occupancy, steps)
     period = pass_period(work)
     # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
     ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
@@ -505,31 +502,3 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     total["extrapolated"] = True
     return b.outcome(total)
 
-
-def _streams_privately(work: Work, tile: int) -> bool:
-    """One pass of private data in whole tiles of equal count for every queue: a work-group's
-    steps then all do the same work, so its time is linear in their number."""
-    n = {work.tiles(i, tile) for i in range(len(work.queues))}
-    return (work.passes == 1 and work.split_k == 1 and work.phases == 1 and len(n) == 1
-            and all(work.pass_length(i) % tile == 0 and work.sharers(i) == 1 for i in range(len(work.queues))))
-
-
-def _extrapolate_steps(m: Machine, work: Work, cfg: Config, mode: str, max_occupancy: int, steps: int) -> Outcome:
-    """The grid with every work-group's queues cut to STEP_RUNS steps (its results and FLOPs
-    in proportion), twice, extrapolated linearly to `steps`: the cost of a long pass no
-    longer grows with it (tests check it against the full run)."""
-    runs = []
-    for s in STEP_RUNS:
-        short = dataclasses.replace(
-            work, queues=tuple(dataclasses.replace(q, length=s * cfg.tile) for q in work.queues),
-            output_bytes=round(work.output_bytes * s / steps), flops=round(work.flops * s / steps))
-        model = Model(m, short, cfg, mode, False, max_occupancy)
-        runs.append((model, model.run()))
-    (_, ta), (b, tb) = runs
-    per = (steps - STEP_RUNS[1]) / (STEP_RUNS[1] - STEP_RUNS[0])
-    total = dict(tb)
-    for key in EXTENSIVE:
-        total[key] = tb[key] + per * (tb[key] - ta[key])
-    total["events"] = ta["events"] + tb["events"]
-    total["extrapolated"] = True
-    return b.outcome(total)
