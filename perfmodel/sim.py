@@ -9,14 +9,14 @@ batch), each ended by a barrier that drains the queues. In each resident work-gr
 - the producer wavefront walks the steps in order and, per queue, waits for a free slot
   (the slot's "empty" barrier), issues the ATT descriptor (the CU's ATT unit is busy
   att_issue cycles per descriptor; the rows of one operand share a box) and moves on; the
-  tile arrives after the ATT latency plus the L2 or DRAM round trip, and after its bytes went through the CU's memory servers
-  (quco.perfmodel.memory: L2 hits of re-read and shared data, DRAM efficiency by
-  descriptor size, the fill path);
+  tile arrives after the ATT latency plus the L2 or DRAM round trip, and after its bytes
+  went through the CU's memory servers (quco.perfmodel.memory: L2 hits of re-read and
+  shared data, DRAM efficiency by descriptor size and streams, the fill path);
 - the consumer wavefronts wait for step k's tile of every queue (the "full" barriers), wake
   up if they slept (LDS_LATENCY), run the step's barrier code (on the CU's shared pools, and
-  at least its dependent chain), compute the step
-  on the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
-  producer sees LDS_LATENCY later, and post their share of the results.
+  at least its dependent chain), compute the step on the CU's SIMDs (shared by the resident
+  work-groups), then release each slot, which the producer sees LDS_LATENCY later, and post
+  their share of the results.
 
 Identical consecutive queues with the same slots move in lockstep and are modelled as one
 group of `count` descriptors. A queue whose slots hold a whole pass and whose passes re-read
