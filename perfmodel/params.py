@@ -46,6 +46,7 @@ GPU_FIELDS = {
     "att_issue_cycles": 4, "att_box_rows": 1, "step_instr": 0, "queue_instr": 2, "store_instr": 0,
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
+    "code_on_pools": 1,
 }
 
 
@@ -101,6 +102,7 @@ class Machine:
     store_instr: float = 0.0           #   and per step that writes results
     launch: float = 0.0                # cycles of kernel launch before the first work-group
     lds_reserved: int = 0              # LDS bytes each resident work-group costs beyond its queues
+    code_on_pools: int = 1             # 1: the barrier code takes the pools' issue slots from compute
     dram_stream_cost: float = 0.0      # DRAM rate lost per concurrent sequential stream (1/(1+c x n))
     barrier_bytes: int = 0             # > 0: barriers live in the LDS (this many bytes each), no
                                        # per-CU count limits them; 0: barrier_limit per CU
@@ -149,7 +151,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         step_instr=float(d["step_instr"]), queue_instr=float(d["queue_instr"]), store_instr=float(d["store_instr"]),
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
         barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
-        dram_stream_cost=float(d["dram_stream_cost"]))
+        dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

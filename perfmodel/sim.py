@@ -329,11 +329,16 @@ class Model:
             wake = lds if waited > 0 else 0.0
             t_code = env.now + wake
             flops = self.flops_per_byte * step_bytes / self.flops_per_cycle
-            yield from self._compute(slot, k, flops, wake, instrs * waves * m.wave_instr / self.active_pools)
+            # (GCN issues the barrier code's scalar and LDS instructions beside the VALU's, so
+            # there only its chain counts: code_on_pools 0)
+            yield from self._compute(slot, k, flops, wake,
+                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools)
             chain = t_code + instrs * m.dep_instr + flops - env.now
             if chain > 0:
                 self.barrier += chain
+                t = env.now
                 yield env.timeout(chain)
+                self._span(slot, "consumers", "barrier code", t, env.now)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
                 wg.wake(wg.producer_wait, gi)
