@@ -42,6 +42,7 @@ def test_each_preset_describes_its_gpu():
     assert (M.waves_per_pool, M.wave_instr, M.att_box_rows) == (10, 4.0, 1)
     assert (H.waves_per_pool, H.wave_instr, H.att_box_rows) == (16, 1.0, 256)
     assert H.max_waves == 64 and M.max_waves == 40
+    assert (H.code_on_pools, M.code_on_pools) == (1, 0)  # single issue vs GCN's issue by type
     assert H.l2_bytes == 80 * 640 * 1024 and M.l2_bytes == 16 * 256 * 1024
     # sustained DRAM: the H100's measured copy ceiling, 3,005 of 3,350 GB/s
     assert H.dram_bytes_per_cycle * H.clock_mhz == pytest.approx(3_350_000 * 0.897)
@@ -247,3 +248,17 @@ def test_the_ideal_run_is_never_cut_short():
     full = simulate(machine(R9, unlimited_lds=True), w, r.config, "ideal", exact=True,
                     max_occupancy=r.outcome.occupancy)
     assert r.outcome.cycles == pytest.approx(full.cycles, rel=1e-9)
+
+
+def test_gcn_barrier_code_costs_its_chain_not_the_simds():
+    """On GCN the barrier code issues beside the VALU: a compute-bound step costs the compute
+    on the shared SIMDs, and the code only when its chain is longer. Two work-groups sharing
+    the SIMDs with heavy compute: the same time with the code counted or not (planted on the
+    pools: +code per step)."""
+    w = Work("c", (Queue(16384, STREAMING, 2),) * 2, 60.0, 7, work_groups=M.cus * 2)
+    cfg = Config(1024, (4, 4))
+    with_code = simulate(M, w, cfg)
+    without = simulate(dataclasses.replace(M, queue_instr=0.0), w, cfg)
+    assert with_code.cycles == pytest.approx(without.cycles, rel=0.002)  # chains hidden but at the ends
+    on_pools = simulate(dataclasses.replace(M, code_on_pools=1), w, cfg)
+    assert on_pools.cycles > with_code.cycles * 1.005
