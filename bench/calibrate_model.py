@@ -7,6 +7,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py            # targets + Radeon 530 predictions
     .venv/bin/python bench/calibrate_model.py --picks    # also every kernel's pick table
     .venv/bin/python bench/calibrate_model.py --fit      # the DRAM_ROW_OVERHEAD_BYTES scan
+    .venv/bin/python bench/calibrate_model.py --hardware # the H100 fit and leave-one-family-out
 """
 from __future__ import annotations
 
@@ -184,12 +185,40 @@ def fit() -> None:
     params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = saved
 
 
+def hardware(path: str, gpu: str = "h100-sxm") -> None:
+    """The H100 constants refitted from the measurements (perfmodel/fit.py; the preset holds
+    the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
+    without a family, the model predicts it."""
+    from quco.perfmodel import fit as hwfit, hardware as hw
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    c, used = hwfit.fit(m, gst, rows)
+    print(f"fit on {path} ({gpu}):")
+    for k, v in c.items():
+        print(f"  {k} = {v:.4g}   (preset: {params.description(params.gst_name(tables.unpack(gst)))[k]})")
+    for k, rs in used.items():
+        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
+        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
+              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print("\nleave one kernel family out (fit without it, predict it):")
+    print("| held out | constants fitted without it | size | kernel | rank corr | model best cost | median err |")
+    print("|---|---|---|---|---|---|---|")
+    for r in hwfit.leave_one_out(m, gst, rows):
+        cs = ", ".join(f"{k} {v:.3g}" for k, v in r["constants"].items())
+        print(f"| {r['held_out']} | {cs} | {r['size']} | {r['kernel']} | {r['spearman']:.2f} | "
+              f"{r['model_best_cost_pct']:+.1f}% | {r['median_error_pct']:.1f}% |")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--hardware", nargs="?", const="/work/shared/hardware-data/h100-tma-sweep.csv", metavar="CSV")
     args = ap.parse_args()
-    if args.fit:
+    if args.hardware:
+        hardware(args.hardware)
+    elif args.fit:
         fit()
     else:
         targets(args.picks)

@@ -6,13 +6,17 @@
 1. one model evaluation of each bundled kernel with the firmware's configuration on the
    R9 Nano: events and milliseconds (median of 5);
 2. exhaustive search of each 9-queue kernel on one core (target: within 1 s, issue #20);
-3. `quco-emu evaluate` over every preset x bundled kernel with ablations and portability
-   on this machine's cores (target: within 120 s);
-4. the search's space and method (perfmodel/space.py, issue #35): its bound in evaluations, each
+3. exhaustive search on the H100 at grids of 256 and 32,768 work-groups (issue #29: at most
+   1 s at any grid size; the cost is steady state plus first and last waves), with the
+   per-work-group time of the fastest configuration at both;
+4. `quco-emu run whisper-tiny.json` with baselines (issue #29: a few seconds);
+5. the search's space and method (perfmodel/space.py, issue #35): its bound in evaluations, each
    preset x bundled kernel and every layer shape of the bundled workloads (size, method,
    evaluations, seconds), the coordinate descent's distance to the exhaustive answer wherever
    the exhaustive one runs, and the 8- and 16-distinct-queue cases.
-    .venv/bin/python bench/perfmodel.py --search   # only 4
+    .venv/bin/python bench/perfmodel.py --search   # only 5
+6. `quco-emu evaluate` over every preset x bundled kernel with ablations and portability
+   on this machine's cores (target: within 120 s).
 """
 import argparse
 import os
@@ -64,6 +68,35 @@ def exhaustive():
             t = time.perf_counter()
             ranked = search.exhaustive(m, g, Work.of(k))
             print(f"  {gpu:11s} {k.name:28s} {len(ranked):4d} configurations {time.perf_counter() - t:6.2f} s")
+
+
+def grid_sizes():
+    from quco.perfmodel import hardware
+    g = tables.unpack(tables.load("h100-sxm"))
+    m = machine(g)
+    print("exhaustive search on the H100, one core, by grid size (target <= 1 s at any size):")
+    for name in ("Dot-Product", "Matrix-Vector", "Elementwise"):
+        for wgs in (256, 32768):
+            work = Work.of(hardware.scaled_kernel(name, wgs))
+            search.evaluate.cache_clear()
+            t = time.process_time()
+            ranked = search.exhaustive(m, g, work)
+            dt = time.process_time() - t
+            best = ranked[0]
+            per_wg = (best.outcome.cycles - m.launch) / wgs * 1000 / m.clock_mhz
+            print(f"  {name:14s} {wgs:6d} work-groups {len(ranked):3d} configurations {dt:6.2f} s CPU; "
+                  f"best {best.config.label(work)}, {per_wg:8.1f} ns a work-group beyond the launch")
+
+
+def whisper():
+    print("quco-emu run whisper-tiny.json with baselines (target: a few seconds):")
+    wl = ROOT / "examples" / "workloads" / "whisper-tiny.json"
+    t, c = time.perf_counter(), time.process_time()
+    r = subprocess.run([str(Path(sys.executable).with_name("quco-emu")), "run", str(wl)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    res = os.times()
+    print(f"  {time.perf_counter() - t:.1f} s wall, {res.children_user + res.children_system:.1f} s CPU "
+          f"(exit {r.returncode})")
 
 
 def whole_evaluate():
@@ -143,13 +176,15 @@ def search_spaces():
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="skip the whole evaluate run")
-    ap.add_argument("--search", action="store_true", help="only the search spaces (4)")
+    ap.add_argument("--search", action="store_true", help="only the search spaces (5)")
     args = ap.parse_args()
     if args.search:
         search_spaces()
         sys.exit(0)
     one_evaluation()
     exhaustive()
+    grid_sizes()
+    whisper()
     search_spaces()
     if not args.quick:
         whole_evaluate()

@@ -49,7 +49,9 @@ def fields_from_doc(doc: dict, where: str) -> dict:
     values["name"] = name.encode()
     known = {f.name for f in abi.GST_CHECKED}
     for key in doc:
-        if key != "name" and key not in known:
+        # [model]: the performance model's description of the GPU (quco.perfmodel.params),
+        # not part of the GST: the unit never sees it
+        if key not in ("name", "model") and key not in known:
             raise GstFileError(f"{where}: {toml_key(key)}: unknown field (known: name, {', '.join(sorted(known))})")
     for f in abi.GST_CHECKED:
         expected = f"expected an integer {f.lo}..{f.hi} ({f.doc})"
@@ -175,8 +177,11 @@ def read(spec: str | Path) -> tuple[bytes, dict]:
     path = _resolve(spec)
     if path.suffix == ".toml":
         doc = load_toml(path)
-        return (check(pack(fields_from_doc(doc, str(path))), str(path)),
-                {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict)})
+        src = {k: v.get("source", "") for k, v in doc.items() if isinstance(v, dict) and k != "model"}
+        # the performance model's entries ([model], not in the GST) as "model.FIELD"
+        src.update({f"model.{k}": v.get("source", "") if isinstance(v, dict) else ""
+                    for k, v in doc.get("model", {}).items()} if isinstance(doc.get("model"), dict) else {})
+        return check(pack(fields_from_doc(doc, str(path))), str(path)), src
     try:
         raw = read_bytes(path, abi.GST.size, f"binary GST ({abi.GST.size} bytes) or .toml preset")
     except UserFileError as e:

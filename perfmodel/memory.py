@@ -52,9 +52,9 @@ class Pipes:
     dram_bytes: float = 0.0
 
     @classmethod
-    def of(cls, m: Machine, cus_used: int) -> "Pipes":
+    def of(cls, m: Machine, cus_used: float, dram_factor: float = 1.0) -> "Pipes":
         fabric = float(min(const("FABRIC_BYTES_PER_CYCLE"), m.cache_line * 1e9))
-        return cls(min(m.dram_bytes_per_cycle / cus_used, fabric), min(m.l2_bytes_per_cycle / cus_used, fabric), fabric)
+        return cls(min(m.dram_bytes_per_cycle * dram_factor / cus_used, fabric), min(m.l2_bytes_per_cycle / cus_used, fabric), fabric)
 
     def transfer(self, nbytes: float, hit: float, ready: float, desc_bytes: float) -> float:
         """`nbytes` (a fraction `hit` from the L2) whose first byte may move at `ready`,

@@ -10,23 +10,19 @@ not). DRAM bandwidth is fixed in bytes per second, so a lower clock gives more b
 """
 from __future__ import annotations
 
+import functools
+import tomllib
 from dataclasses import dataclass
 
-from ..gst import abi
+from ..gst import abi, tables
 
 # name: (value, unit, source). Assumptions say so; none is fitted to QuCo's picks.
 CONSTANTS = {
     "FLOPS_PER_MUL": (2, "FLOPs", "a SIMD lane's fused multiply-add counts as two FLOPs "
                       "(GCN: 64 FMA lanes per CU = 128 FLOPs per cycle)"),
-    "WAVES_PER_POOL": (10, "wavefronts", "GCN/CDNA: each SIMD keeps 10 wavefronts in flight, 40 per CU "
-                       "(AMD GCN architecture; CLRX GCN timings occupancy table)"),
-    "WAVE_INSTR_CYCLES": (4, "cycles", "GCN issues one instruction of a wavefront every 4 cycles "
-                          "(16-lane SIMD, 64-item wavefront; CLRX GCN timings)"),
     "LDS_LATENCY": (64, "cycles", "assumption: an LDS round trip, which is what a barrier wake-up "
                     "and a slot release cost; GCN-class LDS latencies are tens of cycles, no "
                     "public figure for ATT barriers"),
-    "ATT_DESC_CYCLES": (4, "cycles", "assumption: the ATT unit accepts one descriptor per "
-                        "wavefront instruction issue (WAVE_INSTR_CYCLES)"),
     "FABRIC_BYTES_PER_CYCLE": (64, "bytes", "GCN L1/LDS fill path: 64 bytes per clock per CU "
                                "(AMD GCN documentation); the ATT moves one cache line per cycle at most"),
     "L2_SLICE_BYTES_PER_CYCLE": (64, "bytes", "GCN: each L2 channel (slice) returns 64 bytes per clock "
@@ -42,15 +38,36 @@ CONSTANTS = {
                               "(GCN3 ISA manual, buffer_load_dwordx4 / ds_write_b128)"),
 }
 
-# L2 per GPU (the GST has no L2 fields): (slices, bytes per slice), keyed by the GST's name.
-L2_BY_GPU = {
-    "R9 Nano": ((16, 256 << 10), "QuCo Table II: L2 16 x 256 KB 16-way (MGPUSim's R9 Nano)"),
-    "MI100": ((32, 256 << 10), "QuCo Table II: L2 32 x 256 KB 16-way"),
-    "Radeon 530": ((8, 256 << 10), "QuCo Table II: L2 8 x 256 KB 16-way"),
-    "MI300X": ((128, 256 << 10), "AMD CDNA 3 whitepaper: 4 MB L2 per XCD (16 channels), 8 XCDs"),
-    "H100 SXM": ((80, 640 << 10), "NVIDIA H100 whitepaper: 50 MB L2; slice count an assumption"),
+# The GPU's own description, read from its preset's [model] table (gst/presets/*.toml, each
+# value with its source). A GST whose name no preset carries gets these, GCN's (the R9 Nano's
+# L2), an assumption that docs/perf-model.md states.
+GPU_FIELDS = {
+    "waves_per_pool": 10, "wave_instr_cycles": 4, "l2_slices": 16, "l2_slice_bytes": 256 << 10,
+    "att_issue_cycles": 4, "att_box_rows": 1, "step_instr": 0, "queue_instr": 2, "store_instr": 0,
+    "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
+    "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
+    "code_on_pools": 1,
 }
-L2_DEFAULT = ((16, 256 << 10), "assumption for a GST not listed: the R9 Nano's L2")
+
+
+@functools.lru_cache(maxsize=None)
+def _descriptions() -> dict:
+    """{GST name: {field: value}} from every preset's [model] table."""
+    out = {}
+    for path in sorted(tables.PRESET_DIR.glob("*.toml")):
+        doc = tomllib.loads(path.read_text())
+        model = doc.get("model", {})
+        unknown = set(model) - set(GPU_FIELDS)
+        if unknown:
+            raise ValueError(f"{path}: [model]: unknown field(s) {', '.join(sorted(unknown))} "
+                             f"(known: {', '.join(GPU_FIELDS)})")
+        out[doc["name"]] = {k: v["value"] for k, v in model.items()}
+    return out
+
+
+def description(name: str) -> dict:
+    """The model's description of the GPU called `name` (its preset's [model] over GPU_FIELDS)."""
+    return {**GPU_FIELDS, **_descriptions().get(name, {})}
 
 
 def const(name: str):
@@ -73,6 +90,22 @@ class Machine:
     barrier_limit: int
     l2_bytes: int = 4 << 20            # L2 capacity, whole GPU
     l2_bytes_per_cycle: float = 1024.0  # L2 bandwidth, whole GPU
+    # the GPU's own description (its preset's [model]; GPU_FIELDS)
+    waves_per_pool: int = 10           # wavefronts a pool (SIMD, sub-partition) keeps resident
+    wave_instr: float = 4.0            # cycles a pool takes to issue one wavefront instruction
+    dep_instr: float = 4.0             # cycles from one instruction of a wavefront to the next that
+                                       # depends on it (a chain's latency per instruction)
+    att_issue: float = 4.0             # cycles the ATT unit is busy per descriptor
+    att_box_rows: int = 1              # identical queues one descriptor moves (a 2-D box)
+    step_instr: float = 0.0            # consumer instructions per wavefront and step
+    queue_instr: float = 2.0           #   and per descriptor the step waits for (wait + arrive)
+    store_instr: float = 0.0           #   and per step that writes results
+    launch: float = 0.0                # cycles of kernel launch before the first work-group
+    lds_reserved: int = 0              # LDS bytes each resident work-group costs beyond its queues
+    code_on_pools: int = 1             # 1: the barrier code takes the pools' issue slots from compute
+    dram_stream_cost: float = 0.0      # DRAM rate lost per concurrent sequential stream (1/(1+c x n))
+    barrier_bytes: int = 0             # > 0: barriers live in the LDS (this many bytes each), no
+                                       # per-CU count limits them; 0: barrier_limit per CU
 
     @property
     def flops_per_cycle(self) -> float:
@@ -80,7 +113,12 @@ class Machine:
 
     @property
     def max_waves(self) -> int:
-        return self.pools * const("WAVES_PER_POOL")
+        return self.pools * self.waves_per_pool
+
+
+def gst_name(g: dict) -> str:
+    """The GST's name field as text."""
+    return g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
 
 
 def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
@@ -89,8 +127,9 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
     The GST's latencies are ns (cycles of LAT_REF_MHZ); the Machine's are core cycles."""
     nominal = g["core_clock_mhz"]
     ref = abi.const("LAT_REF_MHZ")
-    name = g["name"].rstrip(b"\0").decode("utf-8", "replace") if isinstance(g["name"], bytes) else str(g["name"])
-    (slices, slice_bytes), _ = L2_BY_GPU.get(name, L2_DEFAULT)
+    name = gst_name(g)
+    d = description(name)
+    slices, slice_bytes = d["l2_slices"], d["l2_slice_bytes"]
     clock = core_clock_mhz or nominal
     big = 1 << 40
     return Machine(
@@ -102,10 +141,17 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         # Table II's latencies are CU round trips to each level: the part of a DRAM round
         # trip beyond an L2 hit is DRAM time, fixed in ns, so it scales with the clock.
         lat_dram=g["lat_l2_cycles"] * nominal / ref + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / ref,
-        dram_bytes_per_cycle=g["dram_bw_mbps"] / clock,
+        # sustained, not the specification's peak (a measured copy ceiling where there is one)
+        dram_bytes_per_cycle=g["dram_bw_mbps"] * d["dram_sustained"] / clock,
         cache_line=g["cache_line_bytes"],
         barrier_limit=big if unlimited_lds else g["barrier_limit"],
-        l2_bytes=slices * slice_bytes, l2_bytes_per_cycle=float(slices * const("L2_SLICE_BYTES_PER_CYCLE")))
+        l2_bytes=slices * slice_bytes, l2_bytes_per_cycle=float(slices * const("L2_SLICE_BYTES_PER_CYCLE")),
+        waves_per_pool=d["waves_per_pool"], wave_instr=float(d["wave_instr_cycles"]),
+        att_issue=float(d["att_issue_cycles"]), att_box_rows=d["att_box_rows"],
+        step_instr=float(d["step_instr"]), queue_instr=float(d["queue_instr"]), store_instr=float(d["store_instr"]),
+        launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
+        barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
+        dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

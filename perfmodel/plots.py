@@ -19,6 +19,7 @@ from matplotlib import colormaps, rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
 
 from ..host.atomic import atomic_path
 
@@ -216,4 +217,49 @@ def _heat_maps(panels: dict, kind: str, out_dir, stem: str) -> list[Path]:
                      (" (one panel per kernel)" if kind == "gpu" else " (one panel per GPU)"))
         fig.colorbar(image, ax=list(axes[:len(panels)]), label="slowdown vs the target's own best (n/a: does not fit)",
                      shrink=0.8)
+        return _save(fig, out_dir, stem)
+
+
+# ---------------------------------------------------------------- measured vs model
+def hardware(results: list[dict], out_dir, stem: str = "hardware") -> list[Path]:
+    """Measured vs modelled time, log-log, one panel per kernel x size
+    (quco.perfmodel.hardware.compare's rows): a point per configuration, coloured by slots,
+    the diagonal y = x, the measured best ringed and the model's best marked with a cross."""
+    results = [r for r in results if any(p.model_us is not None for p in r["points"])]
+    if not results:
+        raise ValueError("no compared kernel to plot")
+    ncols = min(5, len(results))
+    nrows = math.ceil(len(results) / ncols)
+    cmap = colormaps["viridis"]
+    with rc_context(STYLE):
+        fig = _figure(3.0 * ncols + 0.8, 2.9 * nrows)
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax, r in zip(axes, results):
+            on = [p for p in r["points"] if p.model_us is not None]
+            x = np.array([p.model_us for p in on])
+            y = np.array([p.measured_us for p in on])
+            c = np.array([p.slots for p in on])
+            ax.scatter(x, y, c=c, cmap=cmap, vmin=1, vmax=8, s=12, linewidths=0)
+            lo, hi = min(x.min(), y.min()) / 1.2, max(x.max(), y.max()) * 1.2
+            ax.plot([lo, hi], [lo, hi], color="0.5", lw=0.8, ls="--")
+            best = min(on, key=lambda p: p.measured_us)
+            ax.scatter([best.model_us], [best.measured_us], s=70, facecolors="none", edgecolors="red", lw=1.0)
+            mb = min(on, key=lambda p: (p.model_us, -p.tile, p.slots))
+            ax.scatter([mb.model_us], [mb.measured_us], marker="x", s=40, color="black", lw=1.0)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):  # decade labels only: minor ones overlap
+                axis.set_minor_formatter(NullFormatter())
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+            rho = r.get("spearman")
+            ax.set_title(f"{r['kernel']} ({r['size']}, {r['work_groups']} WGs)\n"
+                         f"rho {rho:.2f}, model best +{r['model_best_cost_pct']:.1f}%" if rho is not None
+                         else f"{r['kernel']} ({r['size']})", fontsize=8)
+            ax.set_xlabel("model (us)")
+            ax.set_ylabel("measured (us)")
+        for ax in axes[len(results):]:
+            ax.set_axis_off()
+        sm = fig.colorbar(axes[0].collections[0], ax=list(axes[:len(results)]), shrink=0.8)
+        sm.set_label("slots (red ring: measured best; x: model's best)")
         return _save(fig, out_dir, stem)

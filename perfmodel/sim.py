@@ -8,14 +8,15 @@ batch), each ended by a barrier that drains the queues. In each resident work-gr
 
 - the producer wavefront walks the steps in order and, per queue, waits for a free slot
   (the slot's "empty" barrier), issues the ATT descriptor (the CU's ATT unit is busy
-  ATT_DESC_CYCLES per descriptor) and moves on; the tile arrives after the ATT latency plus
-  the L2 or DRAM round trip, and after its bytes went through the CU's memory servers
-  (quco.perfmodel.memory: L2 hits of re-read and shared data, DRAM efficiency by
-  descriptor size, the fill path);
-- the consumer wavefronts wait for step k's tile of every queue (the "full" barriers), pay
-  the barrier instructions and, if they slept, a wake-up (LDS_LATENCY), compute the step
-  on the CU's SIMDs (shared by the resident work-groups), then release each slot, which the
-  producer sees LDS_LATENCY later, and post their share of the results.
+  att_issue cycles per descriptor; the rows of one operand share a box) and moves on; the
+  tile arrives after the ATT latency plus the L2 or DRAM round trip, and after its bytes
+  went through the CU's memory servers (quco.perfmodel.memory: L2 hits of re-read and
+  shared data, DRAM efficiency by descriptor size and streams, the fill path);
+- the consumer wavefronts wait for step k's tile of every queue (the "full" barriers), wake
+  up if they slept (LDS_LATENCY), run the step's barrier code (on the CU's shared pools, and
+  at least its dependent chain), compute the step on the CU's SIMDs (shared by the resident
+  work-groups), then release each slot, which the producer sees LDS_LATENCY later, and post
+  their share of the results.
 
 Identical consecutive queues with the same slots move in lockstep and are modelled as one
 group of `count` descriptors. A queue whose slots hold a whole pass and whose passes re-read
@@ -33,11 +34,13 @@ them, synchronise (one work-group barrier), compute.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import simpy
 
 from .memory import Pipes, hit_fractions
+from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
@@ -74,6 +77,13 @@ class Group:
     period: int = 1   # of its own passes, one in `period` brings new data
     hit_fresh: float = 0.0   # L2 hit fraction of a pass with new data
     hit_again: float = 0.0   # of a pass re-reading data
+
+    operands: tuple = ()  # queues per operand in the group (rows of one matrix share a 2-D box)
+
+    def descriptors(self, box_rows: int) -> int:
+        """Descriptors one tile of the group takes: the rows of one operand share a box of
+        up to box_rows rows; other queues each take their own."""
+        return sum(math.ceil(n / box_rows) for n in self.operands) if self.operands else self.count
 
     def bytes(self, k: int) -> int:
         return self.last_bytes if k == self.tiles - 1 else self.tile_bytes
@@ -142,8 +152,10 @@ def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
         per_wg = sum(cfg.tile * q.elem_size for q in work.queues)
         return max(0, min(m.lds_bytes // per_wg, waves))
     free = m.lds_bytes - meta_bytes(len(work.queues))
-    by_lds = free // max(queue_bytes(work, cfg), 1)
-    by_barriers = m.barrier_limit // max(barriers(cfg), 1)
+    # each resident work-group also costs the LDS the GPU reserves for it (H100: 1 KB a block)
+    by_lds = free // max(queue_bytes(work, cfg) + m.lds_reserved + m.barrier_bytes * barriers(cfg), 1)
+    # barriers in the LDS (Hopper's mbarriers) cost bytes there, not a count per CU
+    by_barriers = m.barrier_limit // max(barriers(cfg), 1) if not m.barrier_bytes else by_lds
     return max(0, min(by_lds, by_barriers, waves))
 
 
@@ -156,7 +168,9 @@ class Model:
         self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
         if self.occ < 1:
             raise ValueError(f"{cfg} does not fit one work-group on a CU")
-        self.pipes = Pipes.of(m, cus_used)
+        # DRAM and L2 are shared by the whole GPU: the busiest CU gets the share of its part of
+        # the grid (wgs of work_groups), as many CUs' worth as there are whole such parts
+        self.share_cus = (work.work_groups or m.cus) / self.wgs
         active_pools = min(work.consumer_wavefronts, m.pools)
         self.active_pools = active_pools
         self.flops_per_cycle = m.flops_per_cycle * active_pools / m.pools
@@ -170,8 +184,15 @@ class Model:
         self.env = Environment()
         capacity = max(1, m.pools // active_pools)
         self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
-        self.att_free = 0.0
-        self.desc_cycles = const("ATT_DESC_CYCLES")
+        self.att_free = 0.0   # the CU's ATT unit, busy m.att_issue per descriptor
+        # a step stores its results when its share of them is at least a cache line (streaming
+        # kernels); a reduction writes once at the end, spread thin over the steps
+        self.stores = 1 if self.out_per_step >= m.cache_line else 0
+        # concurrent sequential DRAM streams on the GPU: each resident work-group reads each of
+        # its operands and writes its results in its own stream; interleaved streams cost the
+        # DRAM row-buffer locality, dram_stream_cost of its rate each
+        streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
+        self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
         # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
         # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
         self.request_bytes = cfg.tile * work.queues[0].elem_size
@@ -204,7 +225,8 @@ class Model:
                                  resident=fits and stationary and q.fresh_passes == 1,
                                  kept=fits and not stationary and q.passes > q.fresh_passes and self.mode == "ideal",
                                  every=w.passes // q.passes, period=q.passes // q.fresh_passes,
-                                 hit_fresh=hits[i][0], hit_again=hits[i][1]))
+                                 hit_fresh=hits[i][0], hit_again=hits[i][1],
+                                 operands=tuple(Counter(w.operand(x) for x in range(i, j)).values())))
                 i = j
         return out
 
@@ -233,7 +255,8 @@ class Model:
                 for k in range(self.steps):
                     part = [(gi, g) for gi, g in enumerate(self.groups) if k < g.tiles and g.in_pass(p)]
                     plan.append((p, k, k == self.steps - 1 and (p + 1) % self.phase_len == 0 and p + 1 < self.passes,
-                                 sum(g.bytes(k) for _, g in part), sum(g.count for _, g in part),
+                                 sum(g.bytes(k) for _, g in part),
+                                 sum(g.descriptors(self.m.att_box_rows) for _, g in part),
                                  tuple((gi, g, g.bytes(k), g.hit(p)) for gi, g in part if not g.skipped(p, first_wg))))
             self._plans[key] = plan
         return self._plans[key]
@@ -246,7 +269,7 @@ class Model:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + g.count * self.desc_cycles
+        self.att_free = max(now, self.att_free) + g.descriptors(self.m.att_box_rows) * self.m.att_issue
         done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
@@ -281,9 +304,10 @@ class Model:
 
     def _consumer(self, slot: int, wg: "_Queues", first_wg: bool):
         env = self.env
-        instr, lds = const("WAVE_INSTR_CYCLES"), const("LDS_LATENCY")
+        lds, m = const("LDS_LATENCY"), self.m
+        waves = self.work.consumer_wavefronts
         used = [0] * len(self.groups)
-        for p, k, phase_end, step_bytes, queues, loads in self._walk(first_wg):
+        for p, k, phase_end, step_bytes, descs, loads in self._walk(first_wg):
             t0 = ready = env.now
             for gi, _, _, _ in loads:
                 while len(wg.arrivals[gi]) <= used[gi]:
@@ -296,9 +320,25 @@ class Model:
             waited = env.now - t0
             self.stall_c += waited
             self._span(slot, "consumers", "wait data", t0, env.now)
-            # wait + arrive instruction per queue; a wake-up if they slept
-            bar = 2 * queues * instr + (lds if waited > 0 else 0)
-            yield from self._compute(slot, k, self.flops_per_byte * step_bytes / self.flops_per_cycle, bar)
+            # the completion cost: every consumer wavefront runs the step's barrier code (a wait
+            # and an arrive per descriptor, the loop, the store) on the CU's pools, which the
+            # resident work-groups share; a wake-up if they slept
+            # (throughput); each wavefront's instructions depend on each other, so the step
+            # takes at least instructions x dep_instr however idle the pools are (latency)
+            instrs = m.step_instr + m.queue_instr * descs + m.store_instr * self.stores
+            wake = lds if waited > 0 else 0.0
+            t_code = env.now + wake
+            flops = self.flops_per_byte * step_bytes / self.flops_per_cycle
+            # (GCN issues the barrier code's scalar and LDS instructions beside the VALU's, so
+            # there only its chain counts: code_on_pools 0)
+            yield from self._compute(slot, k, flops, wake,
+                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools)
+            chain = t_code + instrs * m.dep_instr + flops - env.now
+            if chain > 0:
+                self.barrier += chain
+                t = env.now
+                yield env.timeout(chain)
+                self._span(slot, "consumers", "barrier code", t, env.now)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
                 wg.wake(wg.producer_wait, gi)
@@ -309,12 +349,14 @@ class Model:
                 if self.mode != "ideal":
                     wg.drained.put(p)
 
-    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0):
-        """`barrier` cycles of synchronisation, then `cycles` on the CU's SIMDs (shared by the
-        resident work-groups when they do not each have their own)."""
+    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0, code: float = 0.0):
+        """`barrier` cycles of synchronisation, then `code` cycles of barrier code and `cycles`
+        of compute on the CU's SIMDs (shared by the resident work-groups when they do not each
+        have their own): one server, so the two cannot overtake each other."""
         env = self.env
-        self.barrier += barrier
+        self.barrier += barrier + code
         self.busy += cycles
+        cycles += code
         t = env.now
         if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
             if barrier + cycles:
@@ -346,7 +388,7 @@ class Model:
             t0 = env.now
             parts = [(b, h) for _, _, b, h in loads]
             # the consumers issue the loads (and, once in, the LDS writes): SIMD time
-            staging = 2 * math.ceil(step_bytes / per_instr) * const("WAVE_INSTR_CYCLES") / self.active_pools
+            staging = 2 * math.ceil(step_bytes / per_instr) * self.m.wave_instr / self.active_pools
             yield from self._compute(slot, k, staging)
             issue = env.now
             done = max(self._fetch(b, h, issue, 0.0) for b, h in parts)
@@ -402,13 +444,13 @@ class Model:
 
     def outcome(self, t: dict) -> Outcome:
         m, w = self.m, self.work
-        end = t["cycles"]
+        end = t["cycles"] + m.launch  # the launch before the first work-group starts
         if w.split_k > 1:  # the reduction after the grid reads every partial result back
             partials = (w.work_groups or m.cus) * w.output_bytes
             end += m.lat_dram + (1 + 1 / w.split_k) * partials / m.dram_bytes_per_cycle
         return Outcome(
             cycles=end, ns=end * 1000.0 / m.clock_mhz, occupancy=self.occ, work_groups_per_cu=self.wgs,
-            dram_gbps=t["dram_bytes"] * self.cus_used / end * m.clock_mhz / 1000.0 if end else 0.0,
+            dram_gbps=t["dram_bytes"] * self.share_cus / end * m.clock_mhz / 1000.0 if end else 0.0,
             compute_util=t["busy"] * self.flops_per_cycle / (m.flops_per_cycle * end) if end else 0.0,
             stall_producer=t["stall_producer"], stall_consumer=t["stall_consumer"],
             barrier_cycles=t["barrier_cycles"], events=t["events"], transfers=round(t["transfers"]),
@@ -437,8 +479,14 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
     periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
     all of them: once the pipeline is full every period does the same work (tests check it
-    against the full run)."""
+    against the full run); a long single pass, over the step window (quco.perfmodel.window)."""
     exact = exact or trace
+    if not exact:
+        steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
+        # not the ideal run: its slots hold whole passes, which a cut queue would change
+        if steps > STEP_RUNS[1] * 2 and mode != "ideal" and max(cfg.slots) < STEP_RUNS[0] \
+                and streams_privately(work, cfg.tile):
+            return extrapolate_steps(m, work, cfg, mode, max_occupancy, steps)
     period = pass_period(work)
     # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
     ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
@@ -459,3 +507,4 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     total["events"] = ta["events"] + tb["events"]
     total["extrapolated"] = True
     return b.outcome(total)
+

@@ -46,6 +46,11 @@ class Work:
     flops: int = 0             # computed by one work-group; 0: compute_intensity x queue bytes
     phases: int = 1            # the passes fall into this many phases, each ended by a drain barrier
     split_k: int = 1           # each work-group moves 1/split_k of every queue's length per pass
+    operands: tuple[int, ...] = ()  # per queue, the operand it carries (one kernel.json entry with
+                                    # `count`: rows of one matrix); () = each queue its own
+
+    def operand(self, i: int) -> int:
+        return self.operands[i] if self.operands else i
 
     @classmethod
     def of(cls, kernel) -> "Work":
@@ -58,7 +63,7 @@ class Work:
         work = cls(kernel.name, tuple(Queue(n, t, e, p, f, s) for (n, t, e), (p, f, s) in zip(kernel.queues, moves)),
                    float(kernel.compute_intensity), kernel.consumer_wavefronts,
                    kernel.work_groups, kernel.output_bytes, kernel.flops_per_work_group,
-                   kernel.phases, kernel.split_k)
+                   kernel.phases, kernel.split_k, operands_of(kernel.queue_names))
         problems = work.problems()
         if problems:
             raise KernelError([f"{kernel.name}: {p}" for p in problems])
@@ -139,6 +144,19 @@ class Config:
             raise ValueError(f"{text!r}: {len(counts)} slot counts; expected 1, {len(runs)} (one per run of identical "
                              f"queues) or {n} (one per queue)")
         return cls(int(tile), tuple(per_queue))
+
+
+def operands_of(names: list[str]) -> tuple[int, ...]:
+    """Operand ids from the kernel's queue names: parse_kernel names the queues of one entry
+    with `count` "NAME[0]", "NAME[1]", ...: consecutive ones of one NAME carry one operand."""
+    out: list[int] = []
+    prev = None
+    for i, n in enumerate(names):
+        base, sep, _ = n.rpartition("[")
+        key = base if sep and n.endswith("]") and base else None
+        out.append(out[-1] if key is not None and key == prev else i)
+        prev = key
+    return tuple(out)
 
 
 meta_bytes = abi.meta_bytes  # LDS bytes of the header and descriptors, rounded up to LDS_ALIGN

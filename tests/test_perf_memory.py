@@ -20,6 +20,13 @@ R9 = tables.unpack(tables.load("r9-nano"))
 M = machine(R9)  # 64 CUs, 8 B/cycle of DRAM and 16 B/cycle of L2 (16 slices x 64 B) per CU
 
 
+def barrier_code(m, work, descriptors, stores=0):
+    """Cycles the consumers' barrier code of one step takes on a CU's pools: every consumer
+    wavefront issues step_instr + queue_instr per descriptor (+ store_instr) instructions."""
+    instr = m.step_instr + m.queue_instr * descriptors + m.store_instr * stores
+    return instr * work.consumer_wavefronts * m.wave_instr / m.pools
+
+
 def l2_rate(m=M, cus=None):
     return min(m.l2_bytes_per_cycle / (cus or m.cus), const("FABRIC_BYTES_PER_CYCLE"))
 
@@ -74,7 +81,7 @@ def test_phases_drain_the_queues_and_expose_the_round_trip():
     transfer = nbytes / (M.dram_bytes_per_cycle / M.cus * dram_efficiency(nbytes))
     compute = ci * nbytes / (2 * R9["simd_muls_per_cycle"])
     serial = passes * (M.lat_att + M.lat_dram + transfer + compute)
-    sync = const("ATT_DESC_CYCLES") + 2 * const("WAVE_INSTR_CYCLES") + 2 * const("LDS_LATENCY")
+    sync = M.att_issue + barrier_code(M, w, 1) + 2 * const("LDS_LATENCY")
     assert serial < o.cycles <= 1.01 * (serial + passes * sync)
     # without the drains the 4 slots overlap the next transfers with this compute
     free = simulate(M, dataclasses.replace(w, phases=1), Config(tile, (4,)), exact=True)

@@ -21,6 +21,13 @@ R9 = tables.unpack(tables.load("r9-nano"))
 M = machine(R9)  # 64 CUs, 1 GHz, 512 GB/s = 8 B/cycle per CU, 128 FLOPs/cycle per CU
 
 
+def barrier_code(m, work, descriptors, stores=0):
+    """Cycles the consumers' barrier code of one step takes on a CU's pools: every consumer
+    wavefront issues step_instr + queue_instr per descriptor (+ store_instr) instructions."""
+    instr = m.step_instr + m.queue_instr * descriptors + m.store_instr * stores
+    return instr * work.consumer_wavefronts * m.wave_instr / m.pools
+
+
 def stream(n_queues=1, length=65536, ci=0.01, wgs_per_cu=4, elem=2, wfs=8, out=0, stationary=None):
     qs = tuple(Queue(length, STREAMING, elem) for _ in range(n_queues))
     if stationary:
@@ -62,7 +69,7 @@ def test_one_slot_gives_no_overlap():
     compute = ci * nbytes / (2 * R9["simd_muls_per_cycle"])
     # the slot's round trip: descriptor issue, consumers' wake-up and barrier instructions,
     # the release the producer sees one LDS latency later
-    sync = const("ATT_DESC_CYCLES") + 2 * const("LDS_LATENCY") + 2 * const("WAVE_INSTR_CYCLES")
+    sync = M.att_issue + 2 * const("LDS_LATENCY") + barrier_code(M, w, 1)
     serial = (length // tile) * (transfer + compute)
     assert serial < o.cycles <= 1.01 * (serial + (length // tile) * sync)
     # two slots overlap the next transfer with this compute: clearly faster

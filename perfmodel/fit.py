@@ -1,0 +1,203 @@
+"""Calibration of the GPU description's fitted constants on measurements (issue #29).
+
+Each constant is set by named rows of a measurement file, in three stages, each a closed form
+the model reduces to on those rows:
+
+1. **Issue-bound rows** set the consumers' barrier code (`step_instr`, `queue_instr`,
+   `store_instr`): rows of the large grid whose measured time is at least ISSUE_BOUND x the
+   DRAM bound (bytes / sustained bandwidth), that keep at least MIN_SLOTS slots (latency
+   covered) and whose LDS does not limit the work-groups resident (as many as the
+   wavefront slots allow). There the CU's pools are the bottleneck and the model's time per step is
+   (step + queue x descriptors + store x stores) x consumer wavefronts x wave_instr /
+   active pools, so the three counts follow by non-negative linear least squares
+   (scipy.optimize.lsq_linear) from the measured cycles per step of the busiest CU.
+2. **Small-grid issue-bound rows** set `dep_instr_cycles`: there every work-group of a CU is
+   resident at once, so a step takes its instructions' dependent chain (fit_chain).
+3. **Small-grid rows** set `launch_ns`: rows of the small grid that stream at least 80% of
+   sustained bandwidth on the model; per kernel the least measured - modelled time (a cost
+   every configuration pays is at most that), then the median over the kernels.
+
+`leave_one_out` refits without one kernel family and predicts it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections import Counter
+
+import numpy as np
+from scipy import optimize
+
+from .hardware import COMPARED, Measurement, compare, scaled_kernel
+from .params import Machine
+from .sim import occupancy
+from .work import Config, Work
+
+ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
+MIN_SLOTS = 4       # ... and keeps this many slots (the round trip covered)
+FAMILIES = {"streaming": ("Elementwise", "ElementwiseK", "Sumvectors"), "reduction": ("Dot-Product",),
+            "matrix": ("Matrix-Vector",)}
+
+
+def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float]:
+    """(steps per work-group, descriptors per step, stores per step, cycles per instruction
+    count of the step's code on a CU: consumer wavefronts x wave_instr / active pools)."""
+    steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
+    per_operand = Counter(work.operand(i) for i in range(len(work.queues)))
+    descs = sum(math.ceil(n / m.att_box_rows) for n in per_operand.values())
+    out_per_step = work.output_bytes / (work.passes * steps)
+    stores = 1 if out_per_step >= m.cache_line else 0
+    per_instr = work.consumer_wavefronts * m.wave_instr / min(work.consumer_wavefronts, m.pools)
+    return steps, descs, stores, per_instr
+
+
+def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
+    out = []
+    for r in rows:
+        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.slots < MIN_SLOTS:
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
+        dram_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
+        if r.time_us < ISSUE_BOUND * dram_us:
+            continue
+        cfg = Config(r.tile, (r.slots,) * len(work.queues))
+        if occupancy(m, work, cfg) < m.max_waves // (work.consumer_wavefronts + 1):
+            continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
+        steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        cycles_per_step = r.time_us * m.clock_mhz / (wgs * steps)
+        out.append((r, [1.0, descs, stores], cycles_per_step / per_instr))
+    return out
+
+
+def fit_issue(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, list]:
+    """step_instr, queue_instr, store_instr from the issue-bound rows (non-negative least
+    squares); returns the values and the rows used."""
+    used = issue_rows(m, rows, kernels=kernels)
+    if len(used) < 3:
+        raise ValueError(f"{len(used)} issue-bound rows: at least 3 needed to fit three counts")
+    a = np.array([x for _, x, _ in used])
+    y = np.array([v for _, _, v in used])
+    res = optimize.lsq_linear(a, y, bounds=(0, np.inf))
+    step, queue, store = (float(v) for v in res.x)
+    return {"step_instr": step, "queue_instr": queue, "store_instr": store}, [r for r, _, _ in used]
+
+
+def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str = "paper",
+              kernels=COMPARED) -> tuple[float, list]:
+    """dep_instr_cycles: on the small grid every work-group of a CU is resident at once (two
+    on 132 CUs), so a step of an issue-bound row (tile <= 256, >= MIN_SLOTS slots) takes the
+    chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
+    launch) x clock / (steps x instructions per step); the median over the rows."""
+    per, used = [], []
+    for r in rows:
+        if (r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile > 256
+                or r.slots < MIN_SLOTS):
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        cfg = Config(r.tile, (r.slots,) * len(work.queues))
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        if occupancy(m, work, cfg) < wgs:
+            continue
+        steps, descs, stores, _ = _step_terms(m, work, r.tile)
+        instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
+        per.append((r.time_us * 1000.0 - launch_ns) * m.clock_mhz / 1000.0 / (steps * instrs))
+        used.append((r.kernel, r.tile, r.slots))
+    if not per:
+        raise ValueError("no issue-bound small-grid rows to set the instruction chain's latency")
+    return statistics.median(per), used
+
+
+STREAM_TILE = 2048  # rows with tiles this large or larger are bandwidth-bound on the H100
+
+
+def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """(measurement, concurrent streams, relative excess over the sustained DRAM bound) for the
+    big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
+    operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
+    out = []
+    for r in rows:
+        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile < STREAM_TILE:
+            continue
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        if any(work.sharers(i) > 1 for i in range(len(work.queues))):
+            continue
+        cfg = Config(r.tile, tuple(min(r.slots, work.tiles(i, r.tile)) for i in range(len(work.queues))))
+        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        occ = min(occupancy(m, work, cfg), wgs)
+        _, _, stores, _ = _step_terms(m, work, r.tile)
+        streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
+        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
+        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz) + m.launch / m.clock_mhz
+        out.append((r, streams, r.time_us / bound_us - 1.0))
+    return out
+
+
+def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[float, list]:
+    """dram_stream_cost: time over the sustained bound = cost x streams, by least squares
+    through the origin (scipy.optimize.lsq_linear, non-negative) on stream_rows."""
+    used = stream_rows(m, rows, kernels=kernels)
+    if len(used) < 2:
+        raise ValueError("fewer than 2 bandwidth-bound rows to set the DRAM stream cost")
+    a = np.array([[float(n)] for _, n, _ in used])
+    y = np.array([v for _, _, v in used])
+    res = optimize.lsq_linear(a, y, bounds=(0, np.inf))
+    return float(res.x[0]), [r for r, _, _ in used]
+
+
+def with_constants(m: Machine, c: dict) -> Machine:
+    """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
+    fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr")}
+    if "dram_stream_cost" in c:
+        fields["dram_stream_cost"] = c["dram_stream_cost"]
+    if "dep_instr_cycles" in c:
+        fields["dep_instr"] = c["dep_instr_cycles"]
+    if "launch_ns" in c:
+        fields["launch"] = c["launch_ns"] * m.clock_mhz / 1000.0
+    return dataclasses.replace(m, **fields)
+
+
+def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "paper", kernels=COMPARED) -> tuple[float, list]:
+    """launch_ns: a cost every configuration pays, so per kernel the least measured - modelled
+    time (launch 0) over the small grid's rows that stream at 80% of sustained bandwidth or
+    more on the model; then the median over the kernels."""
+    m0 = dataclasses.replace(m, launch=0.0)
+    picked = [r for r in rows if r.size == size and r.kernel in kernels]
+    gaps, used = {}, []
+    for res in compare(picked, gst, kernels=kernels, m=m0):
+        work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
+        total = res["work_groups"] * (work.moved_bytes() + work.output_bytes)
+        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)
+        for p in res["points"]:
+            if p.model_us is not None and p.model_us <= bound_us / 0.8:
+                gaps.setdefault(res["kernel"], []).append(1000.0 * (p.measured_us - p.model_us))
+                used.append((res["kernel"], p.tile, p.slots))
+    if not gaps:
+        raise ValueError("no bandwidth-bound small-grid rows to set the launch time")
+    return max(0.0, statistics.median(min(g) for g in gaps.values())), used
+
+
+def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
+    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
+    c, issue_used = fit_issue(m, rows, kernels)
+    c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
+    launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
+    c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    return c, {"step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
+               "dep_instr_cycles": chain_used,
+               "launch_ns": launch_used}
+
+
+def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
+    """For each kernel family: fit without it, then compare on it."""
+    out = []
+    for family, members in FAMILIES.items():
+        rest = tuple(k for k in COMPARED if k not in members)
+        c, _ = fit(m, gst, rows, rest)
+        for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
+            out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
+    return out

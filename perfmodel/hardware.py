@@ -1,0 +1,250 @@
+"""The performance model against measurements from a real GPU (issue #29).
+
+A measurement file has one row per configuration, in the format of
+`shared/hardware-data/h100-tma-sweep.csv`:
+
+    kernel,variant,size,work_groups,tile,slots,block_m,block_k,fits,time_us,bytes,gbps,smem_required
+
+`read(path)` checks every row (a bad one raises `HardwareDataError` naming the file, the
+line, the field, the value and what is allowed); `compare(rows, gst)` maps each (kernel,
+size) to the bundled kernel file with the measured work-group count, evaluates the model
+on every measured configuration and returns one summary per kernel x size: Spearman rank
+correlation, the measured cost of the model's best and of QuCo's firmware pick, the median
+relative error of the predicted time and how many configurations lie within 1% of the best.
+
+Matrix-Matrix is read but not compared: the measured kernel runs on tensor cores with an
+A tile of block_m x block_k and B tiles of block_k x 128, a different loop nest from the
+bundled file's 8 rows of A per work-group re-read once per column of B.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy import stats
+
+from ..gst import tables
+from ..host.kernel import load_kernel
+from .params import machine
+from .search import evaluate
+from .sim import occupancy
+from .work import Config, Work, fits
+
+FIELDS = ("kernel", "variant", "size", "work_groups", "tile", "slots", "block_m", "block_k", "fits",
+          "time_us", "bytes", "gbps", "smem_required")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "kernels"
+# measured kernel name -> bundled kernel file (Table III's kernels)
+KERNEL_FILES = {
+    "Elementwise": "elementwise.json", "ElementwiseK": "elementwise-k.json", "Sumvectors": "sumvectors.json",
+    "Dot-Product": "dot-product.json", "Matrix-Vector": "matrix-vector.json", "Matrix-Matrix": "matrix-matrix.json",
+}
+COMPARED = ("Elementwise", "ElementwiseK", "Sumvectors", "Dot-Product", "Matrix-Vector")
+NEAR = 1.01  # "within 1% of the best"
+
+
+class HardwareDataError(ValueError):
+    """A measurement file that cannot be read as one; the message names file, line, field."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    kernel: str
+    variant: str      # att (TMA), pointer (plain loads), vendor (the library's operator), ...
+    size: str         # a label of the grid size (big, paper, ...)
+    work_groups: int
+    tile: int | None
+    slots: int | None
+    fits: bool
+    time_us: float | None
+    block_m: int | None = None
+    block_k: int | None = None
+    bytes: int | None = None
+
+
+def _whole(path, line: int, field: str, text: str, lo: int, hi: int, optional: bool = True) -> int | None:
+    if text == "" and optional:
+        return None
+    if not text.isdigit() or not lo <= int(text) <= hi:
+        raise HardwareDataError(f"{path}: line {line}: field {field}: {text!r}: expected a whole number "
+                                f"{lo}..{hi}{' or empty' if optional else ''}")
+    return int(text)
+
+
+def _time(path, line: int, text: str) -> float | None:
+    if text == "":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and 0 < v < 1e9):
+        raise HardwareDataError(f"{path}: line {line}: field time_us: {text!r}: expected a number of "
+                                "microseconds > 0 and < 1e9, or empty where the configuration does not fit")
+    return v
+
+
+def read(path) -> list[Measurement]:
+    """Every row of a measurement file, checked; raises HardwareDataError on the first bad one."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise HardwareDataError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    reader = csv.reader(text.splitlines())
+    header = next(reader, None)
+    if header is None or tuple(h.strip() for h in header) != FIELDS:
+        raise HardwareDataError(f"{path}: line 1: header {','.join(header or [])!r}: expected {','.join(FIELDS)}")
+    out = []
+    for line, cells in enumerate(reader, start=2):
+        if not cells:
+            continue
+        if len(cells) != len(FIELDS):
+            raise HardwareDataError(f"{path}: line {line}: {len(cells)} fields: expected {len(FIELDS)} ({','.join(FIELDS)})")
+        r = dict(zip(FIELDS, (c.strip() for c in cells)))
+        for f in ("kernel", "variant", "size"):
+            if not r[f] or not r[f].isprintable():
+                raise HardwareDataError(f"{path}: line {line}: field {f}: {r[f]!r}: expected a printable name")
+        if r["fits"] not in ("yes", "no"):
+            raise HardwareDataError(f"{path}: line {line}: field fits: {r['fits']!r}: expected yes or no")
+        fit = r["fits"] == "yes"
+        t = _time(path, line, r["time_us"])
+        if fit and t is None:
+            raise HardwareDataError(f"{path}: line {line}: field time_us: empty: a configuration that fits "
+                                    "needs its time")
+        out.append(Measurement(
+            r["kernel"], r["variant"], r["size"], _whole(path, line, "work_groups", r["work_groups"], 1, 1 << 31, False),
+            _whole(path, line, "tile", r["tile"], 1, 1 << 24), _whole(path, line, "slots", r["slots"], 1, 64),
+            fit, t, _whole(path, line, "block_m", r["block_m"], 1, 1 << 16),
+            _whole(path, line, "block_k", r["block_k"], 1, 1 << 16), _whole(path, line, "bytes", r["bytes"], 0, 1 << 50)))
+    if not out:
+        raise HardwareDataError(f"{path}: no measurement rows after the header")
+    return out
+
+
+def scaled_kernel(name: str, work_groups: int):
+    """The bundled kernel `name` with its grid set to `work_groups`; an operand every
+    work-group shares (shared_by = the file's grid) stays shared by the whole new grid."""
+    k = load_kernel(EXAMPLES / KERNEL_FILES[name])
+    movement = [(p, f, work_groups if s and s == k.work_groups else s) for p, f, s in k.movement]
+    return dataclasses.replace(k, work_groups=work_groups, movement=movement)
+
+
+@dataclass
+class Point:
+    """One measured configuration with the model's prediction (None: not on the model)."""
+    tile: int
+    slots: int
+    measured_us: float
+    model_us: float | None
+
+
+def measured_config(work: Work, tile: int, slots: int) -> Config:
+    """The configuration a measured (tile, slots) stands for: the measured kernel pipelines a
+    queue at most as deep as it has tiles in a pass (a loop of n iterations holds at most n
+    stages: Matrix-Vector at 2048 elements is one tile and runs the same at 1..8 slots), so
+    each queue gets min(slots, its tiles per pass)."""
+    return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))))
+
+
+def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
+    out = []
+    for r in measured:
+        cfg = measured_config(work, r.tile, r.slots)
+        ok = fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
+        out.append(Point(r.tile, r.slots, r.time_us, evaluate(m, work, cfg).ns / 1000.0 if ok else None))
+    return out
+
+
+def summarise(pts: list[Point], pick: Config | None = None) -> dict:
+    """The figures of one kernel x size from its points (`pick`: QuCo's configuration)."""
+    on = [p for p in pts if p.model_us is not None]
+    meas_best = min(p.measured_us for p in pts)
+    best_m = min(on, key=lambda p: (p.model_us, -p.tile, p.slots))
+    best_meas = min(pts, key=lambda p: p.measured_us)
+    rho = stats.spearmanr([p.model_us for p in on], [p.measured_us for p in on]).statistic if len(on) > 2 else None
+    errors = sorted(abs(p.model_us / p.measured_us - 1.0) for p in on)
+    picked = None
+    if pick is not None and len(set(pick.slots)) == 1:
+        picked = next((p for p in pts if p.tile == pick.tile and p.slots == pick.slots[0]), None)
+    model_best = min(p.model_us for p in on)
+    return {
+        "configs": len(pts), "on_model": len(on),
+        "measured_best": f"{best_meas.tile}/{best_meas.slots}", "measured_best_us": meas_best,
+        "model_best": f"{best_m.tile}/{best_m.slots}", "model_best_cost_pct": 100 * (best_m.measured_us / meas_best - 1),
+        "quco_pick": (f"{pick.tile}/" + "+".join(map(str, dict.fromkeys(pick.slots)))) if pick else None,
+        "quco_cost_pct": 100 * (picked.measured_us / meas_best - 1) if picked else None,
+        "spearman": rho, "median_error_pct": 100 * float(stats.scoreatpercentile(errors, 50)) if errors else None,
+        "mean_signed_error_pct": 100 * sum(p.model_us / p.measured_us - 1 for p in on) / len(on) if on else None,
+        "near_measured": sum(1 for p in pts if p.measured_us <= NEAR * meas_best),
+        "near_model": sum(1 for p in on if p.model_us <= NEAR * model_best),
+    }
+
+
+def compare(rows: list[Measurement], gst: bytes, quco_pick=None, kernels=COMPARED, variant: str = "att",
+            m=None) -> list[dict]:
+    """One dict per kernel x size of `rows` (in file order) for the `variant` rows that fit:
+    the summary of `summarise` plus kernel, size, work_groups and the points themselves.
+    `quco_pick(gst, kernel)` -> Config or None gives QuCo's configuration (the firmware's,
+    run by the caller: bench/hardware.py). `m`: another Machine for the GST (a fit's)."""
+    m = m or machine(tables.unpack(gst))
+    out = []
+    groups: dict = {}
+    for r in rows:
+        if r.variant == variant and r.kernel in kernels and r.fits and r.tile and r.slots:
+            groups.setdefault((r.kernel, r.size, r.work_groups), []).append(r)
+    for (name, size, wgs), measured in groups.items():
+        kernel = scaled_kernel(name, wgs)
+        work = Work.of(kernel)
+        pts = points(m, work, measured)
+        if not any(p.model_us is not None for p in pts):
+            continue
+        pick = quco_pick(gst, kernel) if quco_pick else None
+        out.append({"kernel": name, "size": size, "work_groups": wgs, **summarise(pts, pick), "points": pts})
+    return out
+
+
+def geomean_pct(values) -> float | None:
+    """Geometric mean of (1 + v/100) over the values given, as a percent above 1."""
+    vals = [1 + v / 100 for v in values if v is not None]
+    return 100 * (math.exp(sum(math.log(v) for v in vals) / len(vals)) - 1) if vals else None
+
+
+DEFAULT_DATA = Path("/work/shared/hardware-data/h100-tma-sweep.csv")
+
+
+def table(path=DEFAULT_DATA, gpu: str = "h100-sxm", quco: bool = True) -> list[dict]:
+    """The rows bench/hardware.py prints and the scorecard reads: one dict per kernel x size
+    of the measurement file `path` against the model on preset `gpu` (without the points),
+    QuCo's pick from the firmware run on the emulated unit (quco.perfmodel.evaluate)."""
+    from .evaluate import firmware_config  # boots the unit: only when asked for QuCo's picks
+    gst = tables.load(gpu)
+    out = compare(read(path), gst, (lambda g, k: firmware_config(g, k)) if quco else None)
+    return [{k: v for k, v in r.items() if k != "points"} | {"gpu": gpu, "data": str(path)} for r in out]
+
+
+def att_vs_noatt(rows: list[Measurement], gst: bytes, kernels=COMPARED) -> list[dict]:
+    """Per kernel x size: the best plain-load ("pointer", the NoATT analogue) time over the best
+    TMA ("att") time, measured, beside the model's NoATT/Fine-Tuned over its ATT/Fine-Tuned
+    (the model's best of the measured ATT configurations). Above 1: ATT ahead."""
+    from .search import noatt
+    g = tables.unpack(gst)
+    m = machine(g)
+    best: dict = {}
+    for r in rows:
+        if r.kernel in kernels and r.fits and r.time_us and r.variant in ("att", "pointer") and r.tile:
+            key = (r.kernel, r.size, r.work_groups)
+            best.setdefault(key, {}).setdefault(r.variant, []).append(r)
+    out = []
+    for (name, size, wgs), by in best.items():
+        if "att" not in by or "pointer" not in by:
+            continue
+        work = Work.of(scaled_kernel(name, wgs))
+        model_att = min(p.model_us for p in points(m, work, by["att"]) if p.model_us is not None)
+        na = noatt(m, g, work, tuned=True)
+        out.append({"kernel": name, "size": size, "work_groups": wgs,
+                    "measured": min(r.time_us for r in by["pointer"]) / min(r.time_us for r in by["att"]),
+                    "model": (na.outcome.ns / 1000.0) / model_att if na else None})
+    return out

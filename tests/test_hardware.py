@@ -1,0 +1,115 @@
+"""quco.perfmodel.hardware: reading a measurement file (issue #29) and the figures of one
+kernel x size, against hand-made points."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quco.gst import tables
+from quco.perfmodel import hardware
+from quco.perfmodel.hardware import HardwareDataError, Point, read, summarise
+from quco.perfmodel.work import Config, Work
+
+HEADER = ",".join(hardware.FIELDS)
+DATA = Path("/work/shared/hardware-data/h100-tma-sweep.csv")
+
+
+def write(tmp_path, *lines) -> Path:
+    p = tmp_path / "m.csv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_reads_a_good_file(tmp_path):
+    p = write(tmp_path, HEADER,
+              "Elementwise,att,paper,256,1024,2,,,yes,50.5,100,2.0,",
+              "Elementwise,att,paper,256,8192,8,,,no,,,,245816",
+              "Elementwise,vendor,paper,256,,,,,yes,40.0,100,2.5,")
+    rows = read(p)
+    assert [(r.tile, r.slots, r.fits, r.time_us) for r in rows] == [
+        (1024, 2, True, 50.5), (8192, 8, False, None), (None, None, True, 40.0)]
+
+
+@pytest.mark.parametrize("line, where", [
+    ("Elementwise,att,paper,256,1024,2,,,maybe,50.5,100,2.0,", "line 2: field fits: 'maybe'"),
+    ("Elementwise,att,paper,256,1024,2,,,yes,-3,100,2.0,", "line 2: field time_us: '-3'"),
+    ("Elementwise,att,paper,256,1024,2,,,yes,nan,100,2.0,", "line 2: field time_us: 'nan'"),
+    ("Elementwise,att,paper,256,1024,2,,,yes,,100,2.0,", "line 2: field time_us: empty"),
+    ("Elementwise,att,paper,0,1024,2,,,yes,5,100,2.0,", "line 2: field work_groups: '0'"),
+    ("Elementwise,att,paper,256,1k,2,,,yes,5,100,2.0,", "line 2: field tile: '1k'"),
+    ("Elementwise,att,paper,256,1024,2,,,yes,5,100", "line 2: 11 fields: expected 13"),
+])
+def test_bad_rows_name_file_line_and_field(tmp_path, line, where):
+    p = write(tmp_path, HEADER, line)
+    with pytest.raises(HardwareDataError) as e:
+        read(p)
+    assert str(p) in str(e.value) and where in str(e.value)
+
+
+def test_bad_header_and_empty_and_missing(tmp_path):
+    with pytest.raises(HardwareDataError, match="line 1: header"):
+        read(write(tmp_path, "kernel,tile,time"))
+    with pytest.raises(HardwareDataError, match="no measurement rows"):
+        read(write(tmp_path, HEADER))
+    with pytest.raises(HardwareDataError, match="cannot read"):
+        read(tmp_path / "absent.csv")
+
+
+def test_summary_of_hand_made_points():
+    # measured best 1024/3 (10 us); the model ranks 2048/2 first, which measured 10.5 us (+5%)
+    pts = [Point(1024, 3, 10.0, 9.0), Point(2048, 2, 10.5, 8.0), Point(512, 2, 20.0, 12.0),
+           Point(256, 1, 40.0, None)]
+    s = summarise(pts, Config(512, (2, 2)))
+    assert s["measured_best"] == "1024/3" and s["model_best"] == "2048/2"
+    assert s["model_best_cost_pct"] == pytest.approx(5.0)
+    assert s["quco_cost_pct"] == pytest.approx(100.0)
+    # ranks: model 2,1,3 vs measured 1,2,3 -> rho = 1 - 6 * (1 + 1) / (3 * 8) = 0.5
+    assert s["spearman"] == pytest.approx(0.5)
+    # errors 10%, 23.8%, 40%: the median is 23.8%
+    assert s["median_error_pct"] == pytest.approx(100 * (1 - 8 / 10.5))
+    assert (s["near_measured"], s["near_model"], s["on_model"]) == (1, 1, 3)
+
+
+def test_scaled_kernel_keeps_shared_operands_shared():
+    k = hardware.scaled_kernel("Matrix-Vector", 16384)
+    assert k.work_groups == 16384
+    w = Work.of(k)
+    assert w.sharers(8) == 16384 and w.sharers(0) == 1
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="shared hardware data not present")
+def test_the_h100_file_reads_and_compares_on_one_kernel():
+    rows = read(DATA)
+    assert len(rows) == 1017
+    out = hardware.compare([r for r in rows if r.kernel == "Matrix-Vector" and r.size == "paper"],
+                           tables.load("h100-sxm"))
+    assert len(out) == 1 and out[0]["configs"] == 48
+    assert -1.0 <= out[0]["spearman"] <= 1.0
+
+
+def test_plot_is_written_and_repeatable(tmp_path):
+    pts = [Point(1024, 3, 10.0, 9.0), Point(2048, 2, 10.5, 8.0), Point(512, 2, 20.0, 12.0)]
+    res = [{"kernel": "K", "size": "paper", "work_groups": 256, "points": pts, **summarise(pts)}]
+    from quco.perfmodel import plots
+    a = plots.hardware(res, tmp_path / "a")
+    b = plots.hardware(res, tmp_path / "b")
+    assert [p.name for p in a] == ["hardware.png", "hardware.svg"]
+    assert a[1].read_bytes() == b[1].read_bytes()
+
+
+# (kernel, size, tile, slots): one row of each regime the model must carry: issue-bound big
+# grid, bandwidth-bound big grid (one and three resident work-groups), the small grid's launch
+# and chain-bound steps. Tolerance 12%: the issue's target is a median error of 10% per kernel.
+HANDFUL = {("Elementwise", "big", 64, 8), ("Elementwise", "big", 8192, 7), ("Dot-Product", "big", 8192, 3),
+           ("ElementwiseK", "paper", 8192, 7), ("Sumvectors", "paper", 256, 4), ("Dot-Product", "paper", 128, 5),
+           ("Matrix-Vector", "paper", 1024, 2)}
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="shared hardware data not present")
+def test_a_handful_of_h100_rows_within_12_percent():
+    rows = [r for r in read(DATA) if r.variant == "att" and (r.kernel, r.size, r.tile, r.slots) in HANDFUL]
+    pts = [p for res in hardware.compare(rows, tables.load("h100-sxm")) for p in res["points"]]
+    assert len(pts) == len(HANDFUL)
+    for p in pts:
+        assert p.model_us == pytest.approx(p.measured_us, rel=0.12), (p.tile, p.slots)
