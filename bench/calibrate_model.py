@@ -15,6 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
+from quco.perfmodel import hardware
 from quco.gst import tables
 from quco.paper import claims
 from quco.host.kernel import load_kernel
@@ -214,7 +215,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
     ap.add_argument("--fit", action="store_true")
-    ap.add_argument("--hardware", nargs="?", const="/work/shared/hardware-data/h100-tma-sweep.csv", metavar="CSV")
+    ap.add_argument("--hardware", nargs="?", const=str(hardware.DEFAULT_DATA), metavar="CSV")
     args = ap.parse_args()
     if args.hardware:
         hardware(args.hardware)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from quco.examples import HARDWARE
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.host.kernel import load_kernel
@@ -43,7 +44,7 @@ from rule_search import KERNELS, TABLE_III  # noqa: E402
 
 SWEEP = ROOT.parent.parent / "shared" / "hardware-data" / "h100-tma-sweep.csv"
 if not SWEEP.exists():
-    SWEEP = Path("/work/shared/hardware-data/h100-tma-sweep.csv")
+    SWEEP = HARDWARE / "h100-tma-sweep.csv"
 H100_STEMS = {"Elementwise": "elementwise", "ElementwiseK": "elementwise-k", "Sumvectors": "sumvectors",
               "Dot-Product": "dot-product", "Matrix-Vector": "matrix-vector", "Matrix-Matrix": "matrix-matrix"}
 # h100-latency.csv, ns: TMA adds 150-180 to a round trip (mid 165), L2 hit 143.8-148.4, DRAM 344.8-349.8

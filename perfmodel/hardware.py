@@ -1,7 +1,7 @@
 """The performance model against measurements from a real GPU (issue #29).
 
 A measurement file has one row per configuration, in the format of
-`shared/hardware-data/h100-tma-sweep.csv`:
+`examples/hardware/h100-tma-sweep.csv` (a copy of the steering team's `shared/hardware-data/`):
 
     kernel,variant,size,work_groups,tile,slots,block_m,block_k,fits,time_us,bytes,gbps,smem_required
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from scipy import stats
 
+from ..examples import HARDWARE
 from ..gst import tables
 from ..host.kernel import load_kernel
 from .params import machine
@@ -212,7 +213,7 @@ def geomean_pct(values) -> float | None:
     return 100 * (math.exp(sum(math.log(v) for v in vals) / len(vals)) - 1) if vals else None
 
 
-DEFAULT_DATA = Path("/work/shared/hardware-data/h100-tma-sweep.csv")
+DEFAULT_DATA = HARDWARE / "h100-tma-sweep.csv"  # package data (examples/hardware/README.md)
 
 
 def table(path=DEFAULT_DATA, gpu: str = "h100-sxm", quco: bool = True) -> list[dict]:

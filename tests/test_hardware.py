@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from quco.examples import HARDWARE
 from quco.gst import tables
 from quco.perfmodel import hardware
 from quco.perfmodel.hardware import HardwareDataError, Point, read, summarise
 from quco.perfmodel.work import Config, Work
 
 HEADER = ",".join(hardware.FIELDS)
-DATA = Path("/work/shared/hardware-data/h100-tma-sweep.csv")
+DATA = HARDWARE / "h100-tma-sweep.csv"
 
 
 def write(tmp_path, *lines) -> Path:
