@@ -81,7 +81,7 @@ def gpus_of(key: tuple) -> set[str]:
     if kind == "dvfs":
         return {DVFS_GPU}
     if kind == "hardware":
-        return set()      # measured data, no GPU of ours runs
+        return {HARDWARE_GPU}   # the measured GPU's preset: `--gpu h100-sxm` selects the section alone
     return set(GPUS)
 
 
