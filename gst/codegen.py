@@ -125,6 +125,8 @@ def header_text() -> str:
     out.append("")
     out += gst_shape_macro()
     out.append("")
+    out += record_check()
+    out.append("")
     out.append("#endif")
     body = "\n".join(out) + "\n"
     return banner(body, "/*").rstrip("\n") + " */\n" + body
@@ -148,6 +150,95 @@ def gst_shape_macro() -> list[str]:
         lines.append(f"    ({' || '.join(broken)}) ? {abi.GST.offset(f.name)}u : /* {f.name}: {f.shape} */ \\")
     lines.append("    0u)")
     return lines
+
+
+# ---------------------------------------------------------------- the launch-record check in C
+NO_FAULT = 0xFFFFFFFF  # quco_header_fault's answer when every field passes (no offset is this)
+
+
+def c_broken(f: abi.Field, v: str, g: str) -> str:
+    """A C condition true when the value expression v breaks one of f's rules (g: the GST)."""
+    if f.equals is not None:
+        return f"{v} != 0x{f.equals:x}u"
+    if f.mask is not None:
+        return f"{v} & ~0x{f.mask:x}u"
+    if f.one_of:
+        return " && ".join(f"{v} != {x}u" for x in f.one_of)
+    if f.ctype == "f32":  # NaN fails both comparisons
+        return f"!({v} >= {c_literal(f.lo, 'f')} && {v} <= {c_literal(f.hi, 'f')})"
+    top = (1 << 8 * f.size) - 1
+    if f.lo == f.hi:
+        return f"{v} != {int(f.lo)}u"
+    broken = [f"{v} < {int(f.lo)}u"] * (f.lo > 0)
+    if f.at_most:
+        # a valid GST bounds its field by the GST's own range: the field's hi is then implied,
+        # except for a count the firmware's arrays are sized by (capacity)
+        limit = f"{g}->{f.at_most}"
+        broken.append(f"{v} > ({int(f.hi)}u < {limit} ? {int(f.hi)}u : {limit})" if f.capacity else f"{v} > {limit}")
+    elif f.hi < top:
+        broken.append(f"{v} > {int(f.hi)}u")
+    if f.multiple > 1:
+        broken.append(f"{v} % {f.multiple}u")
+    return " || ".join(broken)
+
+
+def record_check() -> list[str]:
+    """QUCO_HEADER_CHECK and quco_queue_status: abi.LAUNCH_CHECKED and abi.QUEUE_CHECKED in C,
+    in their order, with the status and detail each rule declares. The consecutive rules that
+    answer RECORD_FIELD with the field's offset are one function returning that offset
+    (quco_header_fault), so the detail word is written once: the code the hand-written check
+    compiled to, byte for byte."""
+    h, q = abi.LAUNCH_HEADER, abi.QUEUE
+    fault = [f for f in abi.LAUNCH_CHECKED if f.status == "RECORD_FIELD"]
+    first = abi.LAUNCH_CHECKED.index(fault[0])
+    if abi.LAUNCH_CHECKED[first:first + len(fault)] != tuple(fault) or any(f.detail != "offset" for f in fault):
+        raise SystemExit("codegen: the launch header's RECORD_FIELD rules must be consecutive, detail the offset")
+    out = [f"/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
+           f" * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
+           f"#define QUCO_NO_FAULT 0x{NO_FAULT:x}u",
+           "/* static, not inline: the compiler inlines each (called once) as it did the hand-written",
+           " * check, with the same code; unused: a source file that does not call them */",
+           "#define QUCO_CHECK_FN __attribute__((unused))",
+           "static QUCO_CHECK_FN uint32_t quco_header_fault(const quco_launch_header_t *h, const quco_gst_t *g)", "{"]
+    for f in fault:
+        out += [f"    if ({c_broken(f, f'h->{f.name}', 'g')}) /* {f.name}: {f.allowed} */",
+                f"        return {h.offset(f.name)}u;"]
+    # a statement macro, not a function: the caller returns the status itself, with no second
+    # test of a returned status (a function cost the cold launch 7 instructions)
+    out += ["    return QUCO_NO_FAULT;", "}", "",
+            "/* The launch header's check (abi.LAUNCH_CHECKED), in the calling function: sets *detail and",
+            " * returns the status of the first rule broken; falls through when the header passes */",
+            "#define QUCO_HEADER_CHECK(h, g, detail) do { \\", "    *(detail) = 0; \\"]
+    detail = {"value": lambda f: f"(h)->{f.name}", "zero": None}
+    for i, f in enumerate(abi.LAUNCH_CHECKED):
+        if i == first:
+            out += ["    uint32_t quco_bad = quco_header_fault(h, g); \\", "    if (quco_bad != QUCO_NO_FAULT) { \\",
+                    "        *(detail) = quco_bad; \\", "        return QUCO_STATUS_RECORD_FIELD; \\", "    } \\"]
+        if f in fault:
+            continue
+        cond, set_detail = c_broken(f, f"(h)->{f.name}", "(g)"), detail[f.detail]
+        if set_detail:
+            out += [f"    if ({cond}) {{ /* {f.name}: {f.allowed} */ \\", f"        *(detail) = {set_detail(f)}; \\",
+                    f"        return QUCO_STATUS_{f.status}; \\", "    } \\"]
+        else:
+            out += [f"    if ({cond}) /* {f.name}: {f.allowed} */ \\", f"        return QUCO_STATUS_{f.status}; \\"]
+    out += ["} while (0)", ""]
+    words = [f"w{i}" for i in range(q.size // 4)]
+    out += ["/* One queue's check (abi.QUEUE_CHECKED) from its words: the status of the first rule broken",
+            " * (the caller's detail is the queue's index), else QUCO_STATUS_OK */",
+            f"static QUCO_CHECK_FN uint32_t quco_queue_status({', '.join(f'uint32_t {w}' for w in words)})", "{"]
+    for f in q.fields:
+        if f.size == 4:
+            continue
+        name = f"QUCO_QUEUE_{f.name.upper()}"
+        out.append(f"    uint32_t {f.name} = (w{q.offset(f.name) // 4} >> {name}_SHIFT) & {name}_MASK;")
+    for f in abi.QUEUE_CHECKED:
+        if f.detail != "index":
+            raise SystemExit(f"codegen: queue.{f.name}'s detail must be the queue's index")
+        v = f"w{q.offset(f.name) // 4}" if f.size == 4 else f.name
+        out += [f"    if ({c_broken(f, v, 'g')}) /* {f.name}: {f.allowed} */", f"        return QUCO_STATUS_{f.status};"]
+    out += ["    return QUCO_STATUS_OK;", "}"]
+    return out
 
 
 def regions_text() -> str:
