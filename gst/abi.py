@@ -9,6 +9,7 @@ All multi-byte fields are little-endian.
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ REGIONS = (ROM, DATA, GST_REGION, MAILBOX, LDS)
 STACK_RESERVE = 512  # bytes of DATA the linker keeps free for the stack
 
 # ---------------------------------------------------------------- struct declarations
+def layout_fingerprint(s: "Struct") -> str:
+    """sha256 of a layout: each field's name, type and offset, and the size (not its rules)."""
+    text = ";".join(f"{f.name}:{f.ctype}@{s.offset(f.name)}" for f in s.fields) + f";size={s.size}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _num(x) -> str:
     """A bound as written: whole numbers without an exponent (4294967295, not 4.29497e+09)."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
@@ -152,6 +159,10 @@ class Struct:
 
 GST_MAGIC = 0x54534751  # "QGST"
 GST_VERSION = 1
+# The layout each GST_VERSION stands for: layout_fingerprint(GST) (names, types, offsets, size).
+# A field added, moved or retyped changes the table the firmware reads: bump GST_VERSION and add
+# its fingerprint here (tests/test_abi_rules.py fails until both are done).
+GST_LAYOUTS = {1: "9ef3de446258a5a61a6f6046b2f9736a6d6b044a01533466ca5c20108b91530f"}
 GST = Struct("gst", (
     Field("magic", "u32", 'identifies a GST: "QGST"'),
     Field("version", "u16", "layout version"),
