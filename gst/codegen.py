@@ -1,14 +1,15 @@
 """Generate the firmware's view of the ABI from quco.gst.abi.
 
 `python -m quco.gst.codegen`, run in a source tree (make firmware does), writes
-firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md when their content
-changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
+firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md, and the launch
+record's bounds in host/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
 Generated text carries a content hash, never a timestamp, so rebuilds are byte-stable.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from . import abi
 HEADER = Path("firmware", "include", "quco_abi.h")  # paths in the source tree
 REGIONS = Path("firmware", "regions.ld")
 TABLES_DOC = Path("docs", "abi-tables.md")
+KERNEL_SCHEMA = Path("host", "kernel.schema.json")  # its ABI bounds are written from here
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -287,8 +289,51 @@ def tables_doc_text() -> str:
     return banner(body, "<!--").rstrip("\n") + " -->\n" + body
 
 
-def outputs() -> dict[Path, str]:
-    return {HEADER: header_text(), REGIONS: regions_text(), TABLES_DOC: tables_doc_text()}
+# ---------------------------------------------------------------- kernel.json's bounds
+# The kernel.json values that become launch-record fields, by their path in the schema: their
+# bounds (minimum, maximum, multipleOf, enum) are the field's, written here; the rest of the
+# schema (the performance model's fields, the words) is kernel.schema.json's own.
+H, Q = abi.LAUNCH_HEADER, abi.QUEUE
+SCHEMA_FIELDS = {
+    ("properties", "compute_intensity", "anyOf", 0): H.field("compute_intensity"),
+    ("properties", "consumer_wavefronts"): H.field("consumer_wavefronts"),
+    ("properties", "partition", "properties", "core_clock_mhz"): H.field("core_clock_mhz"),
+    ("properties", "partition", "properties", "active_cus"): H.field("active_cus"),
+    ("properties", "partition", "properties", "lds_bytes"): H.field("lds_bytes"),
+    ("$defs", "queue", "properties", "length"): Q.field("length"),
+    ("$defs", "queue", "properties", "elem_size"): Q.field("elem_size"),
+}
+
+
+def _json_num(x):
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def schema_bounds(f: abi.Field) -> dict:
+    """A field's rules as JSON Schema keywords (the GST-relative ones, at_most, stay the unit's)."""
+    if f.one_of:
+        return {"enum": list(f.one_of)}
+    return {"minimum": _json_num(f.lo), "maximum": _json_num(f.hi), **({"multipleOf": f.multiple} if f.multiple > 1 else {})}
+
+
+def kernel_schema_text(root: Path) -> str:
+    """host/kernel.schema.json with the launch record's bounds written from gst/abi.py: each of
+    SCHEMA_FIELDS, the queue count (num_queues) of queues[] and of a queue's count."""
+    doc = json.loads((root / KERNEL_SCHEMA).read_text(encoding="utf-8"))
+    for path, f in SCHEMA_FIELDS.items():
+        node = doc
+        for key in path:
+            node = node[key]
+        node.update(schema_bounds(f))
+    n = H.field("num_queues")
+    doc["properties"]["queues"].update(minItems=int(n.lo), maxItems=int(n.hi))
+    doc["$defs"]["queue"]["properties"]["count"].update(minimum=int(n.lo), maximum=int(n.hi))
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def outputs(root: Path = Path(".")) -> dict[Path, str]:
+    return {HEADER: header_text(), REGIONS: regions_text(), TABLES_DOC: tables_doc_text(),
+            KERNEL_SCHEMA: kernel_schema_text(root)}
 
 
 def main(argv=None) -> int:
@@ -300,7 +345,7 @@ def main(argv=None) -> int:
         print(f"codegen: {args.root.resolve()} is not a QuCo source tree (no firmware/include/); "
               "run it at the repository's top or pass --root", file=sys.stderr)
         return 2
-    texts = outputs()
+    texts = outputs(args.root)
     stale = [p for p, text in texts.items() if not (args.root / p).exists() or (args.root / p).read_text() != text]
     if args.check:
         for p in stale:

@@ -1,7 +1,11 @@
 """Each rule of the ABI is declared once, on its field in gst/abi.py, and everything else reads
 it: the fuzzer's generators, the launch-record check of the reference model and of the
 firmware (generated C), and a GST layout that changes must come with a new GST_VERSION."""
+import dataclasses
+import json
 import random
+from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +171,31 @@ def test_partition_zero_means_the_gsts_value():
     assert abi.partition(header(), g) == {"core_clock_mhz": g["core_clock_mhz"], "active_cus": g["num_cus"],
                                           "lds_bytes": g["lds_bytes"]}
     assert abi.partition(header(active_cus=4, lds_bytes=1024), g)["lds_bytes"] == 1024
+
+
+# ---------------------------------------------------------------- the schemas' bounds
+def test_kernel_schema_bounds_are_written_from_the_declarations(monkeypatch):
+    root = Path(__file__).resolve().parent.parent
+    assert codegen.kernel_schema_text(root) == (root / codegen.KERNEL_SCHEMA).read_text(encoding="utf-8")
+    path = ("properties", "partition", "properties", "lds_bytes")
+    monkeypatch.setitem(codegen.SCHEMA_FIELDS, path, dataclasses.replace(abi.LAUNCH_HEADER.field("lds_bytes"),
+                                                                         multiple=256, hi=1 << 17))
+    node = json.loads(codegen.kernel_schema_text(root))
+    for key in path:
+        node = node[key]
+    assert (node["multipleOf"], node["maximum"], node["minimum"]) == (256, 1 << 17, 0)
+
+
+def test_the_workload_schemas_launch_bounds_are_the_abis():
+    """workloads/workload.schema.json restates some launch-record bounds (a layer's partition,
+    clock, wavefronts and element size): they must be the declared ones."""
+    doc = json.loads((files("quco.workloads") / "workload.schema.json").read_text(encoding="utf-8"))
+    item = doc["$defs"]["item"]["properties"]
+    h = abi.LAUNCH_HEADER.field
+    assert {k: v for k, v in item["partition"]["properties"]["active_cus"].items() if k != "type"} == \
+        codegen.schema_bounds(h("active_cus"))
+    assert {k: v for k, v in item["partition"]["properties"]["lds_bytes"].items() if k != "type"} == \
+        codegen.schema_bounds(h("lds_bytes"))
+    for key, f in (("clock_mhz", h("core_clock_mhz")), ("consumer_wavefronts", h("consumer_wavefronts"))):
+        assert (item[key]["minimum"], item[key]["maximum"]) == (f.lo, f.hi)
+    assert item["elem_size"] == codegen.schema_bounds(abi.QUEUE.field("elem_size"))
