@@ -42,7 +42,7 @@ def layout_fingerprint(s: "Struct") -> str:
 
 
 def _num(x) -> str:
-    """A bound as written: whole numbers without an exponent (4294967295, not 4.29497e+09)."""
+    """An integer field's bound as written: no exponent (4294967295, not 4.29497e+09)."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
@@ -92,10 +92,11 @@ class Field:
             return f"bits of 0x{self.mask:x}"
         if self.one_of:
             return "one of " + ", ".join(map(str, self.one_of))
-        top = f"the GST's {self.at_most}" if self.at_most else _num(self.hi)
+        num = (lambda x: f"{x:g}") if self.ctype == "f32" else _num
+        top = f"the GST's {self.at_most}" if self.at_most else num(self.hi)
         if self.capacity:
-            top = f"{_num(self.hi)} and at most {top}"
-        return f"{_num(self.lo)}..{top}" + f", multiple of {self.multiple}" * (self.multiple > 1)
+            top = f"{num(self.hi)} and at most {top}"
+        return f"{num(self.lo)}..{top}" + f", multiple of {self.multiple}" * (self.multiple > 1)
 
     def record_ok(self, v, g: dict) -> bool:
         """Whether a launch record's value obeys every rule (g: the GST's fields)."""
