@@ -155,7 +155,7 @@ def gst_shape_macro() -> list[str]:
 
 
 # ---------------------------------------------------------------- the launch-record check in C
-NO_FAULT = 0xFFFFFFFF  # quco_header_fault's answer when every field passes (no offset is this)
+NO_FAULT = 0xFFFFFFFF  # check_header_ranges's answer when every field passes (no offset is this)
 
 
 def c_broken(f: abi.Field, v: str, g: str) -> str:
@@ -185,10 +185,10 @@ def c_broken(f: abi.Field, v: str, g: str) -> str:
 
 
 def record_check() -> list[str]:
-    """QUCO_HEADER_CHECK and quco_queue_status: abi.LAUNCH_CHECKED and abi.QUEUE_CHECKED in C,
+    """QUCO_HEADER_CHECK and queue_status: abi.LAUNCH_CHECKED and abi.QUEUE_CHECKED in C,
     in their order, with the status and detail each rule declares. The consecutive rules that
     answer RECORD_FIELD with the field's offset are one function returning that offset
-    (quco_header_fault), so the detail word is written once: the code the hand-written check
+    (check_header_ranges), so the detail word is written once: the code the hand-written check
     compiled to, byte for byte."""
     h, q = abi.LAUNCH_HEADER, abi.QUEUE
     fault = [f for f in abi.LAUNCH_CHECKED if f.status == "RECORD_FIELD"]
@@ -199,9 +199,10 @@ def record_check() -> list[str]:
            f" * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
            f"#define QUCO_NO_FAULT 0x{NO_FAULT:x}u",
            "/* static, not inline: the compiler inlines each (called once) as it did the hand-written",
-           " * check, with the same code; unused: a source file that does not call them */",
+           " * check, with the same code, and the profiler names them as it did; unused: a source file",
+           " * that does not call them */",
            "#define QUCO_CHECK_FN __attribute__((unused))",
-           "static QUCO_CHECK_FN uint32_t quco_header_fault(const quco_launch_header_t *h, const quco_gst_t *g)", "{"]
+           "static QUCO_CHECK_FN uint32_t check_header_ranges(const quco_launch_header_t *h, const quco_gst_t *g)", "{"]
     for f in fault:
         out += [f"    if ({c_broken(f, f'h->{f.name}', 'g')}) /* {f.name}: {f.allowed} */",
                 f"        return {h.offset(f.name)}u;"]
@@ -214,7 +215,7 @@ def record_check() -> list[str]:
     detail = {"value": lambda f: f"(h)->{f.name}", "zero": None}
     for i, f in enumerate(abi.LAUNCH_CHECKED):
         if i == first:
-            out += ["    uint32_t quco_bad = quco_header_fault(h, g); \\", "    if (quco_bad != QUCO_NO_FAULT) { \\",
+            out += ["    uint32_t quco_bad = check_header_ranges(h, g); \\", "    if (quco_bad != QUCO_NO_FAULT) { \\",
                     "        *(detail) = quco_bad; \\", "        return QUCO_STATUS_RECORD_FIELD; \\", "    } \\"]
         if f in fault:
             continue
@@ -228,7 +229,7 @@ def record_check() -> list[str]:
     words = [f"w{i}" for i in range(q.size // 4)]
     out += ["/* One queue's check (abi.QUEUE_CHECKED) from its words: the status of the first rule broken",
             " * (the caller's detail is the queue's index), else QUCO_STATUS_OK */",
-            f"static QUCO_CHECK_FN uint32_t quco_queue_status({', '.join(f'uint32_t {w}' for w in words)})", "{"]
+            f"static QUCO_CHECK_FN uint32_t queue_status({', '.join(f'uint32_t {w}' for w in words)})", "{"]
     for f in q.fields:
         if f.size == 4:
             continue

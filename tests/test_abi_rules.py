@@ -159,10 +159,10 @@ def test_the_generated_c_check_follows_the_declared_order():
     in_fault = [text.index(f"/* {f.name}: ") for f in fault]
     assert in_fault == sorted(in_fault) and in_fault[-1] < text.index("#define QUCO_HEADER_CHECK")
     macro = text.index("#define QUCO_HEADER_CHECK")
-    steps = [text.index("quco_header_fault(h, g)", macro) if f is fault[0] else text.index(f"/* {f.name}: ", macro)
+    steps = [text.index("check_header_ranges(h, g)", macro) if f is fault[0] else text.index(f"/* {f.name}: ", macro)
              for f in abi.LAUNCH_CHECKED if f not in fault[1:]]
     assert steps == sorted(steps)
-    queue = [text.index(f"/* {f.name}: ", text.index("quco_queue_status")) for f in abi.QUEUE_CHECKED]
+    queue = [text.index(f"/* {f.name}: ", text.index("queue_status")) for f in abi.QUEUE_CHECKED]
     assert queue == sorted(queue)
 
 

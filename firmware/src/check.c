@@ -5,7 +5,7 @@
 #include "quco.h"
 
 /* The rules themselves, their order and the status and detail of each are gst/abi.py's
- * (LAUNCH_CHECKED, QUEUE_CHECKED): QUCO_HEADER_CHECK and quco_queue_status are generated
+ * (LAUNCH_CHECKED, QUEUE_CHECKED): QUCO_HEADER_CHECK and queue_status are generated
  * from them into quco_abi.h, as the reference model reads them. */
 
 _Static_assert(QUCO_QUEUE_LENGTH_WORD == 0u && QUCO_QUEUE_TYPE_WORD == 1u && QUCO_QUEUE_ELEM_SIZE_WORD == 1u &&
@@ -46,7 +46,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
                 step_bytes += group->elem_size;
             continue;
         }
-        uint32_t status = quco_queue_status(length, word1);
+        uint32_t status = queue_status(length, word1);
         if (status != QUCO_STATUS_OK) {
             *detail = i;
             return status;
