@@ -176,7 +176,8 @@ def c_broken(f: abi.Field, v: str, g: str) -> str:
         # a valid GST bounds its field by the GST's own range: the field's hi is then implied,
         # except for a count the firmware's arrays are sized by (capacity)
         limit = f"{g}->{f.at_most}"
-        broken.append(f"{v} > ({int(f.hi)}u < {limit} ? {int(f.hi)}u : {limit})" if f.capacity else f"{v} > {limit}")
+        # (min_u: the firmware's, quco.h; QUCO_HEADER_CHECK is expanded where it is in scope)
+        broken.append(f"{v} > min_u({int(f.hi)}u, {limit})" if f.capacity else f"{v} > {limit}")
     elif f.hi < top:
         broken.append(f"{v} > {int(f.hi)}u")
     if f.multiple > 1:
