@@ -256,15 +256,40 @@ def regions_text() -> str:
     return banner(body, "/*").rstrip("\n") + " */\n" + body
 
 
+def md_rules(f: abi.Field) -> str:
+    """Every rule a field's value obeys, in words (the GST's checked at boot, a record's per launch)."""
+    if f.equals is not None:
+        parts = [f"0x{f.equals:08x}"]
+    elif f.mask is not None:
+        parts = [f"bits of 0x{f.mask:x}"]
+    elif f.one_of:
+        parts = ["one of " + ", ".join(map(str, f.one_of))]
+    else:
+        parts = [f"{f.lo:g}..{f.hi:g}"] if f.lo is not None else []
+    parts += [f.shape] * bool(f.shape) + [f"at most the GST's `{f.at_most}`"] * bool(f.at_most)
+    return ", ".join(parts + [f"0 = the GST's `{f.zero_is}`"] * bool(f.zero_is))
+
+
 def md_struct(s: abi.Struct) -> str:
-    rows = [f"### `{s.name}` ({s.size} bytes): {s.doc}", "", "| offset | field | type | range | meaning |",
+    rows = [f"### `{s.name}` ({s.size} bytes): {s.doc}", "", "| offset | field | type | rules | meaning |",
             "|---|---|---|---|---|"]
     for f in s.fields:
-        rng = f"{f.lo:g}..{f.hi:g}" if f.lo is not None else ""
-        rows.append(f"| {s.offset(f.name)} | `{f.name}` | {f.ctype} | {rng} | {f.doc} |")
+        rows.append(f"| {s.offset(f.name)} | `{f.name}` | {f.ctype} | {md_rules(f)} | {f.doc} |")
     if s.size > s.used:
         rows.append(f"| {s.used} | (reserved) | {s.size - s.used} B | 0 | zero |")
     return "\n".join(rows)
+
+
+def md_checks() -> list[str]:
+    """The launch record's check in the firmware's order, with each rule's status and detail."""
+    detail = {"offset": "the field's byte offset", "value": "the value", "zero": "0", "index": "the queue's index"}
+    out = ["## The launch record's check", "",
+           "Per launch, in this order; the first rule broken is the answer (`abi.LAUNCH_CHECKED`, then each",
+           "queue's `abi.QUEUE_CHECKED`; the reference model reads them, the firmware's C is generated).", "",
+           "| # | field | rules | status | detail |", "|---|---|---|---|---|"]
+    rows = [(f"`{f.name}`", f) for f in abi.LAUNCH_CHECKED] + [(f"`queues[i].{f.name}`", f) for f in abi.QUEUE_CHECKED]
+    out += [f"| {i} | {name} | {md_rules(f)} | `{f.status}` | {detail[f.detail]} |" for i, (name, f) in enumerate(rows, 1)]
+    return out
 
 
 def tables_doc_text() -> str:
@@ -277,6 +302,7 @@ def tables_doc_text() -> str:
     for s in (abi.GST, abi.LAUNCH_HEADER, abi.QUEUE, abi.MAILBOX_LAYOUT, abi.LDS_HEADER, abi.QUEUE_DESC,
               abi.ATT_DESC):
         out += [md_struct(s), ""]
+    out += md_checks() + [""]
     out += ["## Status codes", "", "| code | name | meaning |", "|---|---|---|"]
     out += [f"| {int(st)} | `{st.name}` | {abi.STATUS_TEXT[st]} |" for st in abi.Status]
     out += ["", "## Flags", "", "| bit | name |", "|---|---|"]
