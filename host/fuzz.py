@@ -44,6 +44,9 @@ def edges(f: abi.Field, lo: int | float | None = None, hi: int | float | None = 
     and those just past them (clipped to what the field's type holds). `lo`/`hi` override the
     declared bounds where the GST sets them; `step` is the spacing of allowed values (the
     field's multiple; powers of two step by doubling)."""
+    if f.one_of:  # a set: its members; outside, their neighbours, twice the largest and the type's top
+        near = {v + d for v in f.one_of for d in (-1, 1)} | {0, 2 * max(f.one_of), TYPE_MAX[f.ctype]}
+        return list(f.one_of), sorted(near - set(f.one_of))
     lo = f.lo if lo is None else lo
     hi = f.hi if hi is None else hi
     if f.ctype == "f32":
@@ -289,19 +292,17 @@ def near_valid(rng: random.Random, g: dict, header: dict, queues: list[dict]) ->
         if f.name in bounds:
             inside, outside = edges(f, *bounds[f.name])
             value = rng.choice(outside + inside)
-        elif f.name == "flags":
-            value = rng.choice([abi.FLAGS_ALL + 1, 1 << rng.randrange(4, 32), 0xFFFFFFFF, abi.FLAGS_ALL])
-        else:  # magic
-            value = abi.LAUNCH_MAGIC ^ (1 << rng.randrange(32))
+        elif f.mask is not None:  # the flags: the next bit up, a high one, all, the allowed ones
+            top_bit = f.mask.bit_length() - 1
+            value = rng.choice([f.mask + 1, 1 << rng.randrange(top_bit, 8 * f.size), TYPE_MAX[f.ctype], f.mask])
+        else:  # a magic number with one bit flipped
+            value = f.equals ^ (1 << rng.randrange(8 * f.size))
         raw[h.offset(f.name):h.offset(f.name) + f.size] = struct.pack("<" + f.fmt, value)
     else:
         base = h.size + q.size * rng.randrange(abi.MAX_QUEUES)
         f = rng.choice(q.fields)
-        if f.name == "elem_size":  # the allowed values are a set: its neighbours and the type's ends
-            value = rng.choice([0, 3, 5, 7, 9, 16, 255] + list(abi.ELEM_SIZES))
-        else:
-            inside, outside = edges(f)
-            value = rng.choice(outside + inside + ([1 << rng.randrange(16)] if f.name == "reserved" else []))
+        inside, outside = edges(f)
+        value = rng.choice(outside + inside + ([1 << rng.randrange(8 * f.size)] if f.hi == 0 else []))  # reserved: any bit
         raw[base + q.offset(f.name):base + q.offset(f.name) + f.size] = struct.pack("<" + f.fmt, value)
     return bytes(raw)
 
