@@ -18,7 +18,7 @@ def _text(raw: bytes) -> str:
     return printable(raw.rstrip(b"\0").decode(errors="replace"))
 
 
-def as_toml(g: dict, src: dict, where: str) -> str:
+def as_toml(g: dict, src: dict, where: str, model: dict | None = None) -> str:
     """A table as a TOML preset (`gst show X --toml > my-gpu.toml`, then edit): every checked
     field with its value and source; a binary table's sources say which file it came from.
     json.dumps writes a valid TOML basic string (escapes included)."""
@@ -28,6 +28,11 @@ def as_toml(g: dict, src: dict, where: str) -> str:
     for f in abi.GST_CHECKED:
         lines += [f"[{f.name}]", f"value = {g[f.name]}",
                   f"source = {json.dumps(src.get(f.name) or f'copied from {where}')}"]
+    if model:  # the performance model's description of the GPU, not part of the GST
+        lines += ["", "# ---- The performance model's description of this GPU (not in the GST; docs/perf-model.md)"]
+        for k, v in model.items():
+            lines += [f"[model.{k}]", f"value = {json.dumps(v)}",
+                      f"source = {json.dumps(src.get(f'model.{k}') or f'copied from {where}')}"]
     return "\n".join(lines) + "\n"
 
 
@@ -36,7 +41,7 @@ def cmd_gst(args) -> int:
         raw, src = tables.read(args.file)  # a TOML preset says where each figure comes from
         g = tables.unpack(raw)
         if args.toml:
-            print(as_toml(g, src, printable(args.file)), end="")
+            print(as_toml(g, src, printable(args.file), tables.model_table(args.file)), end="")
             return 0
         if args.json:
             print(json.dumps({k: (_text(v) if isinstance(v, bytes) else v) for k, v in g.items()}, indent=2))

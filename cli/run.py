@@ -45,8 +45,9 @@ def _tenant(spec: str) -> runner.Tenant:
             lds = whole_number(parts[1], 0, abi.GST.field("lds_bytes").hi, "LDS_BYTES") if len(parts) == 2 else 0
         except ValueError as e:
             raise UserError(f"tenant {shown!r}: {e}; expected WORKLOAD@CUS or WORKLOAD@CUS:LDS_BYTES") from None
-        if lds % 128:
-            raise UserError(f"tenant {shown!r}: LDS_BYTES {lds} is not a multiple of 128")
+        step = abi.LAUNCH_HEADER.field("lds_bytes").multiple  # a partition's LDS (gst/abi.py)
+        if lds % step:
+            raise UserError(f"tenant {shown!r}: LDS_BYTES {lds} is not a multiple of {step}")
     return runner.Tenant(format.load(path), cus, lds)
 
 

@@ -9,6 +9,7 @@ All multi-byte fields are little-endian.
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
 from dataclasses import dataclass
@@ -34,17 +35,41 @@ REGIONS = (ROM, DATA, GST_REGION, MAILBOX, LDS)
 STACK_RESERVE = 512  # bytes of DATA the linker keeps free for the stack
 
 # ---------------------------------------------------------------- struct declarations
+def layout_fingerprint(s: "Struct") -> str:
+    """sha256 of a layout: each field's name, type and offset, and the size (not its rules)."""
+    text = ";".join(f"{f.name}:{f.ctype}@{s.offset(f.name)}" for f in s.fields) + f";size={s.size}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _num(x) -> str:
+    """An integer field's bound as written: no exponent (4294967295, not 4.29497e+09)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
 @dataclass(frozen=True)
 class Field:
+    """One field of a layout and every rule its value obeys: the firmware's checks
+    (gst_violation, launch_violation and the C that codegen writes from them), the kernel
+    schema's bounds, the fuzzer's edges and the messages all read these."""
     name: str
     ctype: str  # u8 u16 u32 f32 or char[N]
     doc: str
     lo: float | None = None  # allowed range, checked by firmware, model and tools
     hi: float | None = None
-    # shape rules, checked after every range (GST fields; codegen writes them for the firmware)
+    # shape rules (a GST's are checked after every range; a launch record's with its range)
     pow2: bool = False            # a power of two
     multiple: int = 1             # a multiple of this
     at_least: str | None = None   # at least this other field of the same struct
+    # rules of a launch record's fields, which the GPU bounds
+    at_most: str | None = None    # at most this GST field's value
+    zero_is: str | None = None    # 0 stands for this GST field's value ("0 = all")
+    one_of: tuple = ()            # one of these values
+    mask: int | None = None       # no bit outside these
+    equals: int | None = None     # exactly this (a magic number)
+    capacity: bool = False        # hi is the size of an array this field counts: checked even
+                                  # where at_most's GST bound already implies it
+    status: str = "RECORD_FIELD"  # the Status a launch breaking a rule gets (launch records)
+    detail: str = "offset"        # its detail word: the field's "offset", its "value", "zero"
 
     @property
     def shape(self) -> str:
@@ -56,6 +81,35 @@ class Field:
         v = values[self.name]
         return ((not self.pow2 or (v > 0 and v & (v - 1) == 0)) and v % self.multiple == 0
                 and (self.at_least is None or v >= values[self.at_least]))
+
+    @property
+    def allowed(self) -> str:
+        """What a launch record's field may hold, in words: `1..64`, `0..the GST's
+        lds_bytes, multiple of 128`, `one of 1, 2, 4, 8`."""
+        if self.equals is not None:
+            return f"0x{self.equals:08x}"
+        if self.mask is not None:
+            return f"bits of 0x{self.mask:x}"
+        if self.one_of:
+            return "one of " + ", ".join(map(str, self.one_of))
+        num = (lambda x: f"{x:g}") if self.ctype == "f32" else _num
+        top = f"the GST's {self.at_most}" if self.at_most else num(self.hi)
+        if self.capacity:
+            top = f"{num(self.hi)} and at most {top}"
+        return f"{num(self.lo)}..{top}" + f", multiple of {self.multiple}" * (self.multiple > 1)
+
+    def record_ok(self, v, g: dict) -> bool:
+        """Whether a launch record's value obeys every rule (g: the GST's fields)."""
+        if self.equals is not None and v != self.equals or self.mask is not None and v & ~self.mask:
+            return False
+        if self.one_of:
+            return v in self.one_of
+        if self.ctype == "f32":  # compared as the firmware does, in float32 (NaN fails)
+            lo, hi = (struct.unpack("<f", struct.pack("<f", b))[0] for b in (self.lo, self.hi))
+            return lo <= v <= hi
+        if self.lo is not None and not self.lo <= v <= self.hi:
+            return False
+        return (self.at_most is None or v <= g[self.at_most]) and v % self.multiple == 0
 
     @property
     def size(self) -> int:
@@ -106,6 +160,10 @@ class Struct:
 
 GST_MAGIC = 0x54534751  # "QGST"
 GST_VERSION = 1
+# The layout each GST_VERSION stands for: layout_fingerprint(GST) (names, types, offsets, size).
+# A field added, moved or retyped changes the table the firmware reads: bump GST_VERSION and add
+# its fingerprint here (tests/test_abi_rules.py fails until both are done).
+GST_LAYOUTS = {1: "9ef3de446258a5a61a6f6046b2f9736a6d6b044a01533466ca5c20108b91530f"}
 GST = Struct("gst", (
     Field("magic", "u32", 'identifies a GST: "QGST"'),
     Field("version", "u16", "layout version"),
@@ -142,27 +200,9 @@ GST_SHAPED = tuple(f for f in GST.fields if f.shape)
 MAX_QUEUES = 16
 QUEUE_STREAMING, QUEUE_STATIONARY = 0, 1
 ELEM_SIZES = (1, 2, 4, 8)
+LDS_ALIGN = 128  # LDS blocks and partitions are multiples of this (bytes)
 
 LAUNCH_MAGIC = 0x48434C51  # "QLCH"
-LAUNCH_HEADER = Struct("launch_header", (
-    Field("magic", "u32", 'identifies a launch record: "QLCH"'),
-    Field("flags", "u32", "ablation switches, FLAG_*"),
-    Field("compute_intensity", "f32", "FLOPs per byte of global traffic", 0.0, 1e6),
-    Field("consumer_wavefronts", "u16", "consumer wavefronts per work-group (QuCo: 512 work-items = 7)", 1, 64),
-    Field("ci_class", "u8", "CI_CLASS_*: 0 = classify compute_intensity, 1 low, 2 medium, 3 high", 0, 3),
-    Field("reserved", "u8", "zero (ignored)"),
-    Field("core_clock_mhz", "u32", "current core clock (DVFS), MHz; 0 = GST clock", 0, 10_000),
-    Field("active_cus", "u32", "CUs of this partition; 0 = all", 0, 1024),
-    Field("lds_bytes", "u32", "LDS of this partition, bytes; 0 = all", 0, 256 * 1024),
-    Field("num_queues", "u32", "queues that follow", 1, MAX_QUEUES),
-), 32, "launch record header")
-QUEUE = Struct("queue", (
-    Field("length", "u32", "elements one work-group streams through the queue", 1, 0xFFFFFFFF),
-    Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY", 0, 1),
-    Field("elem_size", "u8", "bytes per element: 1, 2, 4 or 8", 1, 8),
-    Field("reserved", "u16", "zero; anything else is refused (QUEUE_RESERVED)", 0, 0),
-), 8, "one queue of the launch record")
-LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
 
 # The CI class of QuCo's InitQuCo(HIGH, ...): given by the host, or derived from the number.
 CI_CLASS_NUMBER, CI_CLASS_LOW, CI_CLASS_MEDIUM, CI_CLASS_HIGH = 0, 1, 2, 3
@@ -174,6 +214,41 @@ FLAG_NO_CU_AWARE = 1 << 2    # ablation: skip the CU-aware slot reduction
 FLAG_NO_CACHE = 1 << 3       # always compute; do not use the configuration cache
 FLAG_QUCO_PLUS = 1 << 4      # the quco+ rule set (docs/algorithm.md): integer slots, no CU step; not the paper's
 FLAGS_ALL = 0x1F
+
+LAUNCH_HEADER = Struct("launch_header", (
+    Field("magic", "u32", 'identifies a launch record: "QLCH"', equals=LAUNCH_MAGIC, status="RECORD_MAGIC",
+          detail="zero"),
+    Field("flags", "u32", "ablation switches, FLAG_*", mask=FLAGS_ALL, status="BAD_FLAGS", detail="value"),
+    Field("compute_intensity", "f32", "FLOPs per byte of global traffic", 0.0, 1e6),
+    Field("consumer_wavefronts", "u16", "consumer wavefronts per work-group (QuCo: 512 work-items = 7)", 1, 64),
+    Field("ci_class", "u8", "CI_CLASS_*: 0 = classify compute_intensity, 1 low, 2 medium, 3 high", 0, 3),
+    Field("reserved", "u8", "zero (ignored)"),
+    Field("core_clock_mhz", "u32", "current core clock (DVFS), MHz; 0 = GST clock", 0, 10_000,
+          zero_is="core_clock_mhz"),
+    # the partition: 0 means the whole GPU, else at most what the GST says it has
+    Field("active_cus", "u32", "CUs of this partition; 0 = all", 0, 1024, at_most="num_cus", zero_is="num_cus"),
+    Field("lds_bytes", "u32", "LDS of this partition, bytes; 0 = all", 0, 256 * 1024, multiple=LDS_ALIGN,
+          at_most="lds_bytes", zero_is="lds_bytes"),
+    Field("num_queues", "u32", "queues that follow", 1, MAX_QUEUES, at_most="max_queues", capacity=True,
+          status="QUEUE_COUNT", detail="value"),
+), 32, "launch record header")
+QUEUE = Struct("queue", (
+    Field("length", "u32", "elements one work-group streams through the queue", 1, 0xFFFFFFFF,
+          status="QUEUE_LENGTH", detail="index"),
+    Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY", 0, 1, status="QUEUE_TYPE", detail="index"),
+    Field("elem_size", "u8", "bytes per element: 1, 2, 4 or 8", 1, 8, one_of=ELEM_SIZES, status="ELEM_SIZE",
+          detail="index"),
+    Field("reserved", "u16", "zero; anything else is refused (QUEUE_RESERVED)", 0, 0, status="QUEUE_RESERVED",
+          detail="index"),
+), 8, "one queue of the launch record")
+LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
+
+# The launch record's checks, in the firmware's order (the order decides which error a record
+# with several bad fields reports): the header's, then each queue's (its detail is the index).
+LAUNCH_CHECKED = tuple(LAUNCH_HEADER.field(n) for n in (
+    "magic", "flags", "compute_intensity", "ci_class", "consumer_wavefronts", "core_clock_mhz", "active_cus",
+    "lds_bytes", "num_queues"))
+QUEUE_CHECKED = tuple(QUEUE.field(n) for n in ("type", "length", "elem_size", "reserved"))
 
 MAILBOX_LAYOUT = Struct("mailbox", (
     Field("doorbell", "u32", "host writes 1 to request a launch; firmware clears it"),
@@ -187,7 +262,6 @@ MAILBOX_RECORD = 0x40  # offset of the launch record inside the mailbox
 
 # ---------------------------------------------------------------- LDS configuration
 LDS_MAGIC = 0x47464351  # "QCFG"
-LDS_ALIGN = 128
 LDS_HEADER = Struct("lds_header", (
     Field("magic", "u32", '"QCFG" once a configuration is present'),
     Field("generation", "u32", "mailbox generation that wrote it; written last"),
@@ -283,13 +357,16 @@ def gst_crc(raw: bytes) -> int:
 
 
 @dataclass(frozen=True)
-class GstViolation:
-    status: Status  # what the firmware answers at boot
-    detail: int     # its detail word: the field's byte offset for GST_FIELD, else 0
+class Violation:
+    status: Status  # what the firmware answers (at boot for a GST, per launch for a record)
+    detail: int     # its detail word: a field's byte offset, a value or a queue's index, else 0
     message: str    # the field, its value and what is allowed
 
 
-def gst_violation(raw: bytes) -> GstViolation | None:
+GstViolation = Violation  # the name earlier callers know
+
+
+def gst_violation(raw: bytes) -> Violation | None:
     """The first rule of the firmware's boot-time check that a 256-byte GST breaks, in the
     firmware's order (magic, version and size, CRC, each range, each shape rule); None
     when the firmware accepts it. The reference model and the GST tools both use this."""
@@ -315,6 +392,41 @@ def gst_violation(raw: bytes) -> GstViolation | None:
                                 f"{f.name} = {g[f.name]}: must be {f.shape}{at_least}, within "
                                 f"{f.lo:g}..{f.hi:g} ({f.doc})")
     return None
+
+
+# ---------------------------------------------------------------- the per-launch record check
+def _record_violation(s: Struct, f: Field, values: dict, g: dict, index: int = 0) -> Violation | None:
+    v = values[f.name]
+    if f.record_ok(v, g):
+        return None
+    detail = {"offset": s.offset(f.name), "value": v, "index": index, "zero": 0}[f.detail]
+    shown = f"0x{v:08x}" if f.equals is not None or f.mask is not None else f"{v:g}" if f.ctype == "f32" else v
+    where = f"queue {index}: " if s is QUEUE else ""
+    return Violation(Status[f.status], detail, f"{where}{f.name} = {shown}: expected {f.allowed} ({f.doc})")
+
+
+def header_violation(h: dict, g: dict) -> Violation | None:
+    """The first rule of LAUNCH_CHECKED that a launch header (its fields, h) breaks on a GST
+    (its fields, g), as the firmware reports it; None when the header passes."""
+    for f in LAUNCH_CHECKED:
+        bad = _record_violation(LAUNCH_HEADER, f, h, g)
+        if bad is not None:
+            return bad
+    return None
+
+
+def queue_violation(q: dict, index: int) -> Violation | None:
+    """The first rule of QUEUE_CHECKED that queue `index` (its fields, q) breaks; None if none."""
+    for f in QUEUE_CHECKED:
+        bad = _record_violation(QUEUE, f, q, {}, index)
+        if bad is not None:
+            return bad
+    return None
+
+
+def partition(h: dict, g: dict) -> dict:
+    """The header's fields that may say 0, with 0 replaced by the GST value it stands for."""
+    return {f.name: h[f.name] or g[f.zero_is] for f in LAUNCH_HEADER.fields if f.zero_is}
 
 
 # ---------------------------------------------------------------- algorithm constants

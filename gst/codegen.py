@@ -1,14 +1,15 @@
 """Generate the firmware's view of the ABI from quco.gst.abi.
 
 `python -m quco.gst.codegen`, run in a source tree (make firmware does), writes
-firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md when their content
-changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
+firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md, and the launch
+record's bounds in host/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
 Generated text carries a content hash, never a timestamp, so rebuilds are byte-stable.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from . import abi
 HEADER = Path("firmware", "include", "quco_abi.h")  # paths in the source tree
 REGIONS = Path("firmware", "regions.ld")
 TABLES_DOC = Path("docs", "abi-tables.md")
+KERNEL_SCHEMA = Path("host", "kernel.schema.json")  # its ABI bounds are written from here
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -125,6 +127,8 @@ def header_text() -> str:
     out.append("")
     out += gst_shape_macro()
     out.append("")
+    out += record_check()
+    out.append("")
     out.append("#endif")
     body = "\n".join(out) + "\n"
     return banner(body, "/*").rstrip("\n") + " */\n" + body
@@ -150,6 +154,97 @@ def gst_shape_macro() -> list[str]:
     return lines
 
 
+# ---------------------------------------------------------------- the launch-record check in C
+NO_FAULT = 0xFFFFFFFF  # check_header_ranges's answer when every field passes (no offset is this)
+
+
+def c_broken(f: abi.Field, v: str, g: str) -> str:
+    """A C condition true when the value expression v breaks one of f's rules (g: the GST)."""
+    if f.equals is not None:
+        return f"{v} != 0x{f.equals:x}u"
+    if f.mask is not None:
+        return f"{v} & ~0x{f.mask:x}u"
+    if f.one_of:
+        return " && ".join(f"{v} != {x}u" for x in f.one_of)
+    if f.ctype == "f32":  # NaN fails both comparisons
+        return f"!({v} >= {c_literal(f.lo, 'f')} && {v} <= {c_literal(f.hi, 'f')})"
+    top = (1 << 8 * f.size) - 1
+    if f.lo == f.hi:
+        return f"{v} != {int(f.lo)}u"
+    broken = [f"{v} < {int(f.lo)}u"] * (f.lo > 0)
+    if f.at_most:
+        # a valid GST bounds its field by the GST's own range: the field's hi is then implied,
+        # except for a count the firmware's arrays are sized by (capacity)
+        limit = f"{g}->{f.at_most}"
+        # (min_u: the firmware's, quco.h; QUCO_HEADER_CHECK is expanded where it is in scope)
+        broken.append(f"{v} > min_u({int(f.hi)}u, {limit})" if f.capacity else f"{v} > {limit}")
+    elif f.hi < top:
+        broken.append(f"{v} > {int(f.hi)}u")
+    if f.multiple > 1:
+        broken.append(f"{v} % {f.multiple}u")
+    return " || ".join(broken)
+
+
+def record_check() -> list[str]:
+    """QUCO_HEADER_CHECK and queue_status: abi.LAUNCH_CHECKED and abi.QUEUE_CHECKED in C,
+    in their order, with the status and detail each rule declares. The consecutive rules that
+    answer RECORD_FIELD with the field's offset are one function returning that offset
+    (check_header_ranges), so the detail word is written once: the code the hand-written check
+    compiled to, byte for byte."""
+    h, q = abi.LAUNCH_HEADER, abi.QUEUE
+    fault = [f for f in abi.LAUNCH_CHECKED if f.status == "RECORD_FIELD"]
+    first = abi.LAUNCH_CHECKED.index(fault[0])
+    if abi.LAUNCH_CHECKED[first:first + len(fault)] != tuple(fault) or any(f.detail != "offset" for f in fault):
+        raise SystemExit("codegen: the launch header's RECORD_FIELD rules must be consecutive, detail the offset")
+    out = [f"/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
+           f" * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
+           f"#define QUCO_NO_FAULT 0x{NO_FAULT:x}u",
+           "/* static, not inline: the compiler inlines each (called once) as it did the hand-written",
+           " * check, with the same code, and the profiler names them as it did; unused: a source file",
+           " * that does not call them */",
+           "#define QUCO_CHECK_FN __attribute__((unused))",
+           "static QUCO_CHECK_FN uint32_t check_header_ranges(const quco_launch_header_t *h, const quco_gst_t *g)", "{"]
+    for f in fault:
+        out += [f"    if ({c_broken(f, f'h->{f.name}', 'g')}) /* {f.name}: {f.allowed} */",
+                f"        return {h.offset(f.name)}u;"]
+    # a statement macro, not a function: the caller returns the status itself, with no second
+    # test of a returned status (a function cost the cold launch 7 instructions)
+    out += ["    return QUCO_NO_FAULT;", "}", "",
+            "/* The launch header's check (abi.LAUNCH_CHECKED), in the calling function: sets *detail and",
+            " * returns the status of the first rule broken; falls through when the header passes */",
+            "#define QUCO_HEADER_CHECK(h, g, detail) do { \\", "    *(detail) = 0; \\"]
+    detail = {"value": lambda f: f"(h)->{f.name}", "zero": None}
+    for i, f in enumerate(abi.LAUNCH_CHECKED):
+        if i == first:
+            out += ["    uint32_t quco_bad = check_header_ranges(h, g); \\", "    if (quco_bad != QUCO_NO_FAULT) { \\",
+                    "        *(detail) = quco_bad; \\", "        return QUCO_STATUS_RECORD_FIELD; \\", "    } \\"]
+        if f in fault:
+            continue
+        cond, set_detail = c_broken(f, f"(h)->{f.name}", "(g)"), detail[f.detail]
+        if set_detail:
+            out += [f"    if ({cond}) {{ /* {f.name}: {f.allowed} */ \\", f"        *(detail) = {set_detail(f)}; \\",
+                    f"        return QUCO_STATUS_{f.status}; \\", "    } \\"]
+        else:
+            out += [f"    if ({cond}) /* {f.name}: {f.allowed} */ \\", f"        return QUCO_STATUS_{f.status}; \\"]
+    out += ["} while (0)", ""]
+    words = [f"w{i}" for i in range(q.size // 4)]
+    out += ["/* One queue's check (abi.QUEUE_CHECKED) from its words: the status of the first rule broken",
+            " * (the caller's detail is the queue's index), else QUCO_STATUS_OK */",
+            f"static QUCO_CHECK_FN uint32_t queue_status({', '.join(f'uint32_t {w}' for w in words)})", "{"]
+    for f in q.fields:
+        if f.size == 4:
+            continue
+        name = f"QUCO_QUEUE_{f.name.upper()}"
+        out.append(f"    uint32_t {f.name} = (w{q.offset(f.name) // 4} >> {name}_SHIFT) & {name}_MASK;")
+    for f in abi.QUEUE_CHECKED:
+        if f.detail != "index":
+            raise SystemExit(f"codegen: queue.{f.name}'s detail must be the queue's index")
+        v = f"w{q.offset(f.name) // 4}" if f.size == 4 else f.name
+        out += [f"    if ({c_broken(f, v, 'g')}) /* {f.name}: {f.allowed} */", f"        return QUCO_STATUS_{f.status};"]
+    out += ["    return QUCO_STATUS_OK;", "}"]
+    return out
+
+
 def regions_text() -> str:
     body = (
         "MEMORY\n{\n"
@@ -161,15 +256,40 @@ def regions_text() -> str:
     return banner(body, "/*").rstrip("\n") + " */\n" + body
 
 
+def md_rules(f: abi.Field) -> str:
+    """Every rule a field's value obeys, in words (the GST's checked at boot, a record's per launch)."""
+    if f.equals is not None:
+        parts = [f"0x{f.equals:08x}"]
+    elif f.mask is not None:
+        parts = [f"bits of 0x{f.mask:x}"]
+    elif f.one_of:
+        parts = ["one of " + ", ".join(map(str, f.one_of))]
+    else:
+        parts = [f"{f.lo:g}..{f.hi:g}"] if f.lo is not None else []
+    parts += [f.shape] * bool(f.shape) + [f"at most the GST's `{f.at_most}`"] * bool(f.at_most)
+    return ", ".join(parts + [f"0 = the GST's `{f.zero_is}`"] * bool(f.zero_is))
+
+
 def md_struct(s: abi.Struct) -> str:
-    rows = [f"### `{s.name}` ({s.size} bytes): {s.doc}", "", "| offset | field | type | range | meaning |",
+    rows = [f"### `{s.name}` ({s.size} bytes): {s.doc}", "", "| offset | field | type | rules | meaning |",
             "|---|---|---|---|---|"]
     for f in s.fields:
-        rng = f"{f.lo:g}..{f.hi:g}" if f.lo is not None else ""
-        rows.append(f"| {s.offset(f.name)} | `{f.name}` | {f.ctype} | {rng} | {f.doc} |")
+        rows.append(f"| {s.offset(f.name)} | `{f.name}` | {f.ctype} | {md_rules(f)} | {f.doc} |")
     if s.size > s.used:
         rows.append(f"| {s.used} | (reserved) | {s.size - s.used} B | 0 | zero |")
     return "\n".join(rows)
+
+
+def md_checks() -> list[str]:
+    """The launch record's check in the firmware's order, with each rule's status and detail."""
+    detail = {"offset": "the field's byte offset", "value": "the value", "zero": "0", "index": "the queue's index"}
+    out = ["## The launch record's check", "",
+           "Per launch, in this order; the first rule broken is the answer (`abi.LAUNCH_CHECKED`, then each",
+           "queue's `abi.QUEUE_CHECKED`; the reference model reads them, the firmware's C is generated).", "",
+           "| # | field | rules | status | detail |", "|---|---|---|---|---|"]
+    rows = [(f"`{f.name}`", f) for f in abi.LAUNCH_CHECKED] + [(f"`queues[i].{f.name}`", f) for f in abi.QUEUE_CHECKED]
+    out += [f"| {i} | {name} | {md_rules(f)} | `{f.status}` | {detail[f.detail]} |" for i, (name, f) in enumerate(rows, 1)]
+    return out
 
 
 def tables_doc_text() -> str:
@@ -182,6 +302,7 @@ def tables_doc_text() -> str:
     for s in (abi.GST, abi.LAUNCH_HEADER, abi.QUEUE, abi.MAILBOX_LAYOUT, abi.LDS_HEADER, abi.QUEUE_DESC,
               abi.ATT_DESC):
         out += [md_struct(s), ""]
+    out += md_checks() + [""]
     out += ["## Status codes", "", "| code | name | meaning |", "|---|---|---|"]
     out += [f"| {int(st)} | `{st.name}` | {abi.STATUS_TEXT[st]} |" for st in abi.Status]
     out += ["", "## Flags", "", "| bit | name |", "|---|---|"]
@@ -196,8 +317,51 @@ def tables_doc_text() -> str:
     return banner(body, "<!--").rstrip("\n") + " -->\n" + body
 
 
-def outputs() -> dict[Path, str]:
-    return {HEADER: header_text(), REGIONS: regions_text(), TABLES_DOC: tables_doc_text()}
+# ---------------------------------------------------------------- kernel.json's bounds
+# The kernel.json values that become launch-record fields, by their path in the schema: their
+# bounds (minimum, maximum, multipleOf, enum) are the field's, written here; the rest of the
+# schema (the performance model's fields, the words) is kernel.schema.json's own.
+H, Q = abi.LAUNCH_HEADER, abi.QUEUE
+SCHEMA_FIELDS = {
+    ("properties", "compute_intensity", "anyOf", 0): H.field("compute_intensity"),
+    ("properties", "consumer_wavefronts"): H.field("consumer_wavefronts"),
+    ("properties", "partition", "properties", "core_clock_mhz"): H.field("core_clock_mhz"),
+    ("properties", "partition", "properties", "active_cus"): H.field("active_cus"),
+    ("properties", "partition", "properties", "lds_bytes"): H.field("lds_bytes"),
+    ("$defs", "queue", "properties", "length"): Q.field("length"),
+    ("$defs", "queue", "properties", "elem_size"): Q.field("elem_size"),
+}
+
+
+def _json_num(x):
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def schema_bounds(f: abi.Field) -> dict:
+    """A field's rules as JSON Schema keywords (the GST-relative ones, at_most, stay the unit's)."""
+    if f.one_of:
+        return {"enum": list(f.one_of)}
+    return {"minimum": _json_num(f.lo), "maximum": _json_num(f.hi), **({"multipleOf": f.multiple} if f.multiple > 1 else {})}
+
+
+def kernel_schema_text(root: Path) -> str:
+    """host/kernel.schema.json with the launch record's bounds written from gst/abi.py: each of
+    SCHEMA_FIELDS, the queue count (num_queues) of queues[] and of a queue's count."""
+    doc = json.loads((root / KERNEL_SCHEMA).read_text(encoding="utf-8"))
+    for path, f in SCHEMA_FIELDS.items():
+        node = doc
+        for key in path:
+            node = node[key]
+        node.update(schema_bounds(f))
+    n = H.field("num_queues")
+    doc["properties"]["queues"].update(minItems=int(n.lo), maxItems=int(n.hi))
+    doc["$defs"]["queue"]["properties"]["count"].update(minimum=int(n.lo), maximum=int(n.hi))
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def outputs(root: Path = Path(".")) -> dict[Path, str]:
+    return {HEADER: header_text(), REGIONS: regions_text(), TABLES_DOC: tables_doc_text(),
+            KERNEL_SCHEMA: kernel_schema_text(root)}
 
 
 def main(argv=None) -> int:
@@ -209,7 +373,7 @@ def main(argv=None) -> int:
         print(f"codegen: {args.root.resolve()} is not a QuCo source tree (no firmware/include/); "
               "run it at the repository's top or pass --root", file=sys.stderr)
         return 2
-    texts = outputs()
+    texts = outputs(args.root)
     stale = [p for p, text in texts.items() if not (args.root / p).exists() or (args.root / p).read_text() != text]
     if args.check:
         for p in stale:

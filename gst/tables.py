@@ -195,6 +195,15 @@ def load(spec: str | Path) -> bytes:
     return read(spec)[0]
 
 
+def model_table(spec: str | Path) -> dict:
+    """A TOML preset's [model] values ({field: value}; {} for a binary table or none given)."""
+    path = _resolve(spec)
+    if path.suffix != ".toml":
+        return {}
+    model = load_toml(path).get("model", {})
+    return {k: v.get("value") if isinstance(v, dict) else v for k, v in model.items()} if isinstance(model, dict) else {}
+
+
 def sources(spec: str | Path) -> dict:
     """Where each figure of a TOML preset comes from ({} for a binary table)."""
     return read(spec)[1]

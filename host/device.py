@@ -123,8 +123,7 @@ def describe(status: Status, detail: int) -> str:
         f = next((f for f in abi.LAUNCH_HEADER.fields
                   if abi.LAUNCH_HEADER.offset(f.name) == detail and f.lo is not None), None)
         if f is not None:
-            limits = {"active_cus": "0..the GST's num_cus", "lds_bytes": "0..the GST's lds_bytes, multiple of 128"}
-            return f"{text}: {f.name} must be within {limits.get(f.name, f'{f.lo:g}..{f.hi:g}')} ({f.doc})"
+            return f"{text}: {f.name} must be within {f.allowed} ({f.doc})"
     if status in (Status.QUEUE_TYPE, Status.QUEUE_LENGTH, Status.ELEM_SIZE, Status.QUEUE_RESERVED):
         return f"queue {detail}: {text}"
     if status == Status.QUEUE_COUNT:

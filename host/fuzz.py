@@ -44,6 +44,9 @@ def edges(f: abi.Field, lo: int | float | None = None, hi: int | float | None = 
     and those just past them (clipped to what the field's type holds). `lo`/`hi` override the
     declared bounds where the GST sets them; `step` is the spacing of allowed values (the
     field's multiple; powers of two step by doubling)."""
+    if f.one_of:  # a set: its members; outside, their neighbours, twice the largest and the type's top
+        near = {v + d for v in f.one_of for d in (-1, 1)} | {0, 2 * max(f.one_of), TYPE_MAX[f.ctype]}
+        return list(f.one_of), sorted(near - set(f.one_of))
     lo = f.lo if lo is None else lo
     hi = f.hi if hi is None else hi
     if f.ctype == "f32":
@@ -63,6 +66,29 @@ def edges(f: abi.Field, lo: int | float | None = None, hi: int | float | None = 
             sorted({v for v in outside if 0 <= v <= top and refused(v)}))
 
 
+def declared(f: abi.Field, rng: random.Random, lo=None, hi=None, step=None, at_least: int | None = None):
+    """A value drawn from what the field's declaration allows and nothing else (its range,
+    narrowed by lo/hi/step where the GST bounds it, its shape rules, `at_least` the value of
+    the field it must not be below): how a field no generator knows by name is filled in.
+    A field with a single allowed value takes it without drawing."""
+    lo, hi = f.lo if lo is None else lo, f.hi if hi is None else hi
+    if f.equals is not None:
+        return f.equals
+    if f.one_of:
+        return rng.choice(f.one_of)
+    if f.mask is not None:
+        return rng.randint(0, f.mask) & f.mask
+    if f.ctype == "f32":
+        return rng.uniform(lo, hi)
+    lo, hi = max(int(lo), at_least or 0), int(hi)
+    if f.pow2:
+        a, b = max(lo, 1).bit_length() - (max(lo, 1) & (max(lo, 1) - 1) == 0), hi.bit_length() - 1
+        return 1 << (a if a >= b else rng.randint(a, b))
+    step = step or f.multiple
+    a, b = -(-lo // step), hi // step
+    return step * (a if a >= b else rng.randint(a, b))
+
+
 # the constants the algorithm compares against: the values next to them take one side each
 def _around(x: float) -> list[float]:
     return [f32_next(x, -math.inf), x, f32_next(x, math.inf)]
@@ -80,9 +106,10 @@ def cu_thresholds() -> list[int]:
 
 # ---------------------------------------------------------------- GSTs
 def realistic_gst_fields(rng: random.Random) -> dict:
-    """A GPU-like table (every field well inside its range)."""
+    """A GPU-like table (every field well inside its range): typical values for the fields
+    known here, and every other field abi.GST declares drawn from its declaration."""
     min_k = rng.randint(4, 9)
-    return dict(
+    fields = dict(
         magic=abi.GST_MAGIC, version=abi.GST_VERSION, size=abi.GST.size, name=b"fuzz",
         core_clock_mhz=rng.randint(100, 3000), num_cus=rng.choice([rng.randint(1, 48), rng.randint(1, 304)]),
         simd_muls_per_cycle=rng.choice([16, 32, 64, 128, 256]), wavefront_pools=rng.randint(1, 8),
@@ -92,6 +119,18 @@ def realistic_gst_fields(rng: random.Random) -> dict:
         lds_bytes=256 * rng.randint(4, 1024), barrier_limit=rng.randint(2, 256),
         min_tile_elems=1 << min_k, max_tile_elems=1 << rng.randint(min_k, 14),
         max_slots=rng.randint(1, 16), max_queues=rng.randint(1, 16))
+    return fill_declared(abi.GST, abi.GST_CHECKED, fields, rng)
+
+
+def fill_declared(s: abi.Struct, checked, fields: dict, rng: random.Random, bounds: dict | None = None) -> dict:
+    """`fields` with every field of `checked` it lacks drawn from its declaration (in `s`'s
+    order; `bounds` narrows a field's (lo, hi, step)): a field added to gst/abi.py is drawn
+    inside its rules without a line here."""
+    for f in checked:
+        if f.name not in fields:
+            lo, hi, step = (bounds or {}).get(f.name, (None, None, None))
+            fields[f.name] = declared(f, rng, lo, hi, step, fields.get(f.at_least) if f.at_least else None)
+    return fields
 
 
 valid_gst_fields = realistic_gst_fields  # the name earlier callers know
@@ -147,13 +186,16 @@ def gst(rng: random.Random) -> bytes:
 
 # ---------------------------------------------------------------- launch records
 def record_bounds(g: dict) -> dict:
-    """(lo, hi, step) of each bounded header field on this GST: the ABI's range, narrowed
-    where the firmware holds a field to the GST (active CUs, LDS bytes, queue count)."""
-    h = abi.LAUNCH_HEADER
-    out = {f.name: (f.lo, f.hi, 1) for f in h.fields if f.lo is not None}
-    out["active_cus"] = (0, g.get("num_cus", 1024), 1)
-    out["lds_bytes"] = (0, g.get("lds_bytes", 0) // abi.LDS_ALIGN * abi.LDS_ALIGN, abi.LDS_ALIGN)
-    out["num_queues"] = (1, min(abi.MAX_QUEUES, g.get("max_queues", abi.MAX_QUEUES)), 1)
+    """(lo, hi, step) of each bounded header field on this GST: the ABI's range, or the GST's
+    value where the field is at most a GST field (active CUs, LDS bytes; the queue count also
+    within the record's capacity), stepped by the multiple it must be."""
+    out = {}
+    for f in abi.LAUNCH_HEADER.fields:
+        if f.lo is None:
+            continue
+        hi = g.get(f.at_most, f.hi) if f.at_most else f.hi  # as the firmware: the GST's value
+        hi = min(f.hi, hi) if f.capacity else hi
+        out[f.name] = (f.lo, hi // f.multiple * f.multiple if f.multiple > 1 else hi, f.multiple)
     return out
 
 
@@ -168,7 +210,7 @@ def _draw_header(rng: random.Random, g: dict, edge_p: float) -> dict:
         return typical()
 
     cus = [c for c in cu_thresholds() if c <= b["active_cus"][1]]
-    return dict(
+    header = dict(
         magic=abi.LAUNCH_MAGIC, flags=rng.choice([0, 0, rng.randint(0, abi.FLAGS_ALL)]),
         compute_intensity=pick("compute_intensity", lambda: rng.choice(
             [rng.uniform(0, 10), rng.uniform(0, 1e6), rng.choice(CI_THRESHOLDS)])),
@@ -180,7 +222,11 @@ def _draw_header(rng: random.Random, g: dict, edge_p: float) -> dict:
         active_cus=pick("active_cus", lambda: rng.choice(
             [0, rng.randint(0, b["active_cus"][1])] + cus[-1:] + cus[:1] + ([rng.choice(cus)] if cus else []))),
         lds_bytes=pick("lds_bytes", lambda: rng.choice(
-            [0, abi.LDS_ALIGN * rng.randint(0, b["lds_bytes"][1] // abi.LDS_ALIGN)])))
+            [0, b["lds_bytes"][2] * rng.randint(0, b["lds_bytes"][1] // b["lds_bytes"][2])])))
+    header["num_queues"] = 0  # not drawn: pack_record counts the queues
+    fill_declared(abi.LAUNCH_HEADER, abi.LAUNCH_CHECKED, header, rng, b)
+    del header["num_queues"]
+    return header
 
 
 def _length(rng: random.Random) -> int:
@@ -195,7 +241,8 @@ def _length(rng: random.Random) -> int:
 
 
 def _queue(rng: random.Random, type_: int) -> dict:
-    return dict(length=_length(rng), type=type_, elem_size=rng.choice(abi.ELEM_SIZES))
+    q = dict(length=_length(rng), type=type_, elem_size=rng.choice(abi.ELEM_SIZES))
+    return fill_declared(abi.QUEUE, abi.QUEUE_CHECKED, q, rng)
 
 
 def _runs(rng: random.Random, type_: int, k: int, most: int) -> list[dict]:
@@ -245,19 +292,17 @@ def near_valid(rng: random.Random, g: dict, header: dict, queues: list[dict]) ->
         if f.name in bounds:
             inside, outside = edges(f, *bounds[f.name])
             value = rng.choice(outside + inside)
-        elif f.name == "flags":
-            value = rng.choice([abi.FLAGS_ALL + 1, 1 << rng.randrange(4, 32), 0xFFFFFFFF, abi.FLAGS_ALL])
-        else:  # magic
-            value = abi.LAUNCH_MAGIC ^ (1 << rng.randrange(32))
+        elif f.mask is not None:  # the flags: the next bit up, a high one, all, the allowed ones
+            top_bit = f.mask.bit_length() - 1
+            value = rng.choice([f.mask + 1, 1 << rng.randrange(top_bit, 8 * f.size), TYPE_MAX[f.ctype], f.mask])
+        else:  # a magic number with one bit flipped
+            value = f.equals ^ (1 << rng.randrange(8 * f.size))
         raw[h.offset(f.name):h.offset(f.name) + f.size] = struct.pack("<" + f.fmt, value)
     else:
         base = h.size + q.size * rng.randrange(abi.MAX_QUEUES)
         f = rng.choice(q.fields)
-        if f.name == "elem_size":  # the allowed values are a set: its neighbours and the type's ends
-            value = rng.choice([0, 3, 5, 7, 9, 16, 255] + list(abi.ELEM_SIZES))
-        else:
-            inside, outside = edges(f)
-            value = rng.choice(outside + inside + ([1 << rng.randrange(16)] if f.name == "reserved" else []))
+        inside, outside = edges(f)
+        value = rng.choice(outside + inside + ([1 << rng.randrange(8 * f.size)] if f.hi == 0 else []))  # reserved: any bit
         raw[base + q.offset(f.name):base + q.offset(f.name) + f.size] = struct.pack("<" + f.fmt, value)
     return bytes(raw)
 

@@ -214,14 +214,16 @@ def _problems(doc: dict) -> list[str]:
 
 def partition_problems(active_cus: int, lds_bytes: int, g: dict, gpu: str) -> list[str]:
     """A partition the GPU cannot give (GST fields `g`), in kernel.json's words; checked
-    before any launch by every command (the unit would answer with an error status)."""
+    before any launch by every command (the unit would answer with an error status). The
+    rules are the launch record's fields' (gst/abi.py: at most the GST's value, 0 = all)."""
     problems = []
-    if active_cus > g["num_cus"]:
-        problems.append(f"partition.active_cus: {active_cus} is out of range; expected 0 to {g['num_cus']} "
-                        f"({printable(gpu)}'s num_cus; 0 = all)")
-    if lds_bytes > g["lds_bytes"]:
-        problems.append(f"partition.lds_bytes: {lds_bytes} is out of range; expected 0 to {g['lds_bytes']} "
-                        f"({printable(gpu)}'s lds_bytes per CU; 0 = all), a multiple of 128")
+    for name, value in (("active_cus", active_cus), ("lds_bytes", lds_bytes)):
+        f = abi.LAUNCH_HEADER.field(name)
+        if value > g[f.at_most]:
+            per_cu = " per CU" * ("per CU" in abi.GST.field(f.at_most).doc)
+            problems.append(f"partition.{name}: {value} is out of range; expected 0 to {g[f.at_most]} "
+                            f"({printable(gpu)}'s {f.at_most}{per_cu}; 0 = all)"
+                            + f", a multiple of {f.multiple}" * (f.multiple > 1))
     return problems
 
 

@@ -58,37 +58,18 @@ def check_gst(gst: bytes) -> dict:
 
 
 def parse_launch(record: bytes, g: dict) -> Launch:
-    """Launch-record validation, in the firmware's order. Raises ConfigError."""
+    """Launch-record validation, in the firmware's order (the rules: gst/abi.py's
+    LAUNCH_CHECKED and QUEUE_CHECKED). Raises ConfigError."""
     h = abi.LAUNCH_HEADER.unpack(record)
-    if h["magic"] != abi.LAUNCH_MAGIC:
-        raise ConfigError(Status.RECORD_MAGIC)
-    if h["flags"] & ~abi.FLAGS_ALL:
-        raise ConfigError(Status.BAD_FLAGS, h["flags"])
-    off, field = abi.LAUNCH_HEADER.offset, abi.LAUNCH_HEADER.field
-    ci, ci_range = f32(h["compute_intensity"]), field("compute_intensity")
-    if not (ci >= f32(ci_range.lo) and ci <= f32(ci_range.hi)):  # also rejects NaN
-        raise ConfigError(Status.RECORD_FIELD, off("compute_intensity"))
-    for name in ("ci_class", "consumer_wavefronts", "core_clock_mhz"):  # the ABI's fixed ranges
-        if not field(name).lo <= h[name] <= field(name).hi:
-            raise ConfigError(Status.RECORD_FIELD, off(name))
-    if h["active_cus"] > g["num_cus"]:
-        raise ConfigError(Status.RECORD_FIELD, off("active_cus"))
-    if h["lds_bytes"] > g["lds_bytes"] or h["lds_bytes"] % abi.LDS_ALIGN:
-        raise ConfigError(Status.RECORD_FIELD, off("lds_bytes"))
-    n = h["num_queues"]
-    if not 1 <= n <= min(abi.MAX_QUEUES, g["max_queues"]):
-        raise ConfigError(Status.QUEUE_COUNT, n)
+    bad = abi.header_violation(h, g)
+    if bad is not None:
+        raise ConfigError(bad.status, bad.detail)
     queues = []
-    for i in range(n):
-        q = abi.QUEUE.unpack(record[abi.LAUNCH_HEADER.size + abi.QUEUE.size * i:])
-        if q["type"] > abi.QUEUE_STATIONARY:
-            raise ConfigError(Status.QUEUE_TYPE, i)
-        if q["length"] == 0:
-            raise ConfigError(Status.QUEUE_LENGTH, i)
-        if q["elem_size"] not in abi.ELEM_SIZES:
-            raise ConfigError(Status.ELEM_SIZE, i)
-        if q["reserved"] != 0:
-            raise ConfigError(Status.QUEUE_RESERVED, i)
+    for i in range(h["num_queues"]):
+        q = abi.QUEUE.unpack(record, abi.LAUNCH_HEADER.size + abi.QUEUE.size * i)
+        bad = abi.queue_violation(q, i)
+        if bad is not None:
+            raise ConfigError(bad.status, bad.detail)
         queues.append(Queue(q["length"], q["type"], q["elem_size"]))
     return Launch(h, queues)
 

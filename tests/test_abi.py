@@ -63,7 +63,9 @@ def _field_bounds(s, name):
 
 
 H, Q = abi.LAUNCH_HEADER, abi.QUEUE
-# Where each bound of kernel.json comes from in gst/abi.py (or why it is not the unit's).
+# Where each bound of kernel.json comes from in gst/abi.py (or why it is not the unit's): the
+# record's are written there by codegen (codegen.SCHEMA_FIELDS); this also catches a bound the
+# schema gains without an origin.
 SCHEMA_ORIGIN = {
     ("properties", "compute_intensity", "anyOf", 0): _field_bounds(H, "compute_intensity"),
     ("properties", "consumer_wavefronts"): _field_bounds(H, "consumer_wavefronts"),

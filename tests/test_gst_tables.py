@@ -87,16 +87,17 @@ def _bad_crc():
     return bytes(raw)
 
 
-def _version_2():
+def _next_version():  # a version this firmware does not know (the next layout's)
     raw = bytearray(GOOD)
-    raw[abi.GST.offset("version"):abi.GST.offset("version") + 2] = (2).to_bytes(2, "little")
+    raw[abi.GST.offset("version"):abi.GST.offset("version") + 2] = (abi.GST_VERSION + 1).to_bytes(2, "little")
     return with_crc(raw)
 
 
 BINARY_CASES = {
     "random bytes": (_random_bytes, ["magic 0x", 'expected 0x54534751 ("QGST")'], Status.GST_MAGIC),
     "bad CRC": (_bad_crc, ["checksum 0x", "the CRC-32 of the contents is 0x"], Status.GST_CHECKSUM),
-    "version 2": (_version_2, ["version 2, size 256", "expected version 1, size 256"], Status.GST_VERSION),
+    "next version": (_next_version, [f"version {abi.GST_VERSION + 1}, size 256", f"expected version {abi.GST_VERSION}, size 256"],
+                     Status.GST_VERSION),
 }
 
 

@@ -4,46 +4,9 @@
  * the same order, so the first bad field is the same detail. */
 #include "quco.h"
 
-#define OFF(f) __builtin_offsetof(quco_launch_header_t, f)
-
-/* The launch header's fields with a range, checked in this order (the first bad one is
- * the detail); returns the offset of the bad field, or NO_BAD_FIELD. */
-#define NO_BAD_FIELD 0xffffffffu
-static uint32_t check_header_ranges(const quco_launch_header_t *h)
-{
-    float ci = h->compute_intensity;
-    if (!(ci >= QUCO_LAUNCH_COMPUTE_INTENSITY_LO && ci <= QUCO_LAUNCH_COMPUTE_INTENSITY_HI)) /* NaN too */
-        return OFF(compute_intensity);
-    if (h->ci_class > QUCO_LAUNCH_CI_CLASS_HI)
-        return OFF(ci_class);
-    if (h->consumer_wavefronts < QUCO_LAUNCH_CONSUMER_WAVEFRONTS_LO ||
-        h->consumer_wavefronts > QUCO_LAUNCH_CONSUMER_WAVEFRONTS_HI)
-        return OFF(consumer_wavefronts);
-    if (h->core_clock_mhz > QUCO_LAUNCH_CORE_CLOCK_MHZ_HI)
-        return OFF(core_clock_mhz);
-    if (h->active_cus > GST->num_cus)
-        return OFF(active_cus);
-    if (h->lds_bytes > GST->lds_bytes || h->lds_bytes % QUCO_LDS_ALIGN)
-        return OFF(lds_bytes);
-    return NO_BAD_FIELD;
-}
-
-/* The status of one queue record, from its two words; the checks in the reference
- * model's order. */
-static uint32_t queue_status(uint32_t length, uint32_t word1)
-{
-    uint32_t type = (word1 >> QUCO_QUEUE_TYPE_SHIFT) & QUCO_QUEUE_TYPE_MASK;
-    uint32_t elem_size = (word1 >> QUCO_QUEUE_ELEM_SIZE_SHIFT) & QUCO_QUEUE_ELEM_SIZE_MASK;
-    if (type > QUCO_QUEUE_STATIONARY)
-        return QUCO_STATUS_QUEUE_TYPE;
-    if (length == 0u)
-        return QUCO_STATUS_QUEUE_LENGTH;
-    if (elem_size != 1u && elem_size != 2u && elem_size != 4u && elem_size != 8u)
-        return QUCO_STATUS_ELEM_SIZE;
-    if ((word1 >> QUCO_QUEUE_RESERVED_SHIFT) & QUCO_QUEUE_RESERVED_MASK)
-        return QUCO_STATUS_QUEUE_RESERVED;
-    return QUCO_STATUS_OK;
-}
+/* The rules themselves, their order and the status and detail of each are gst/abi.py's
+ * (LAUNCH_CHECKED, QUEUE_CHECKED): QUCO_HEADER_CHECK and queue_status are generated
+ * from them into quco_abi.h, as the reference model reads them. */
 
 _Static_assert(QUCO_QUEUE_LENGTH_WORD == 0u && QUCO_QUEUE_TYPE_WORD == 1u && QUCO_QUEUE_ELEM_SIZE_WORD == 1u &&
                QUCO_QUEUE_RESERVED_WORD == 1u, "a queue record is its length, then one word of the rest");
@@ -61,23 +24,8 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
         dst[i + 2] = w2;
         dst[i + 3] = w3;
     }
-    *detail = 0;
-    if (h->magic != QUCO_LAUNCH_MAGIC)
-        return QUCO_STATUS_RECORD_MAGIC;
-    if (h->flags & ~QUCO_FLAGS_ALL) {
-        *detail = h->flags;
-        return QUCO_STATUS_BAD_FLAGS;
-    }
-    uint32_t bad_field = check_header_ranges(h);
-    if (bad_field != NO_BAD_FIELD) {
-        *detail = bad_field;
-        return QUCO_STATUS_RECORD_FIELD;
-    }
+    QUCO_HEADER_CHECK(h, GST, detail); /* returns the status of a bad header */
     uint32_t n = h->num_queues;
-    if (n < 1u || n > min_u(QUCO_MAX_QUEUES, GST->max_queues)) {
-        *detail = n;
-        return QUCO_STATUS_QUEUE_COUNT;
-    }
     /* A queue identical to the one before joins its group without being checked again:
      * the first invalid queue is still the one reported. */
     const volatile uint32_t *in = src + sizeof(quco_launch_header_t) / 4u;
