@@ -3,6 +3,7 @@
     quco-emu paper --out paper-out/                  # the summary; figures, report.md, rows.csv
     quco-emu paper --table                           # + every row in a table
     quco-emu paper --gpu r9-nano --json              # the claims that run on the R9 Nano only, as JSON
+    quco-emu paper --gpu h100-sxm                    # the real-hardware section alone (H100 measurements)
     quco-emu paper --claims fig6-quco-gap-mean,table3-mi100-quco-matrix-matrix
     quco-emu paper --list                            # every claim's id and statement
     quco-emu paper --baseline old/rows.csv           # + what changed since an earlier run
@@ -27,7 +28,7 @@ from . import common
 from ..paper import claims as claims_mod
 from ..paper import scorecard
 from ..paper.measures import MEASURES
-from ..paper.ours import GPUS
+from ..paper.ours import GPUS, HARDWARE_GPU
 
 VERDICT_STYLE = {"holds": "green", "within tolerance": "yellow", "differs": "red", "no verdict": "dim",
                  "could not compute": "magenta"}
@@ -186,8 +187,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="write report.md, rows.csv and the figures (PNG, SVG) here")
     p.add_argument("--json", action="store_true", help="the rows as JSON on stdout")
     p.add_argument("--claims", metavar="ID,...", help="only these claims (ids: --list)")
-    p.add_argument("--gpu", action="append", choices=GPUS,
-                   help="only the claims that run on this GPU alone (repeat for several)")
+    p.add_argument("--gpu", action="append", choices=GPUS + (HARDWARE_GPU,),
+                   help="only the claims that run on this GPU alone (repeat for several; "
+                        f"{HARDWARE_GPU}: the real-hardware section)")
     p.add_argument("--list", action="store_true", help="print the claims' ids and statements, compute nothing "
                    "(with --json: as JSON)")
     p.add_argument("--table", action="store_true", help="print every row in a table before the summary")

@@ -163,3 +163,16 @@ def _mean_gap(src, claim, gpu):
         return sum(_in_range(claim, sum(c) / n) for c in combos) / total
     rng = random.Random(31)     # fixed: the same estimate every run
     return sum(_in_range(claim, sum(rng.choice(g) for g in gaps) / n) for _ in range(SAMPLES)) / SAMPLES
+
+
+# ---------------------------------------------------------------- the real hardware: a random configuration run
+@_chance("hardware_value")
+def _hardware_cost(src, claim, column, kernel, size, heldout=False):
+    """A cost over the measured best (QuCo's pick, the model's best): the share of the measured
+    TMA configurations of that kernel x size whose own measured cost passes. None for a column
+    with no configuration under test (the rank correlation, the error)."""
+    if not column.endswith("_cost_pct"):
+        return None
+    times = src[("hardware", "heldout") if heldout else ("hardware",)]["measured"][f"{kernel}/{size}"]
+    best = min(times)
+    return _share(times, lambda t: _in_range(claim, 100 * (t / best - 1)))

@@ -541,15 +541,5 @@ def memories(src, gpus):
     return checks
 
 
-# ---------------------------------------------------------------- the real-hardware section (hook)
-@_measure(lambda a: [("hardware",)])
-def hardware_column(src, column, kernels=None):
-    """One column of quco.perfmodel.hardware.table()'s rows (kernel x size of the H100 data), every
-    row's value or those of `kernels`: a range claim holds when every value is in range, e.g.
-    column "quco_cost_pct" (QuCo's pick measured, % over the measured best) at most the paper's
-    1.04, or "spearman" at least 0.9. No claim uses it yet: docs/paper.md, "Adding the
-    real-hardware section"."""
-    rows = [r for r in src[("hardware",)]["rows"] if kernels is None or r["kernel"] in kernels]
-    if not rows:
-        raise SourceFailed(f"no hardware row for {', '.join(kernels or ['any kernel'])}")
-    return [r[column] for r in rows]
+# ---------------------------------------------------------------- the real-hardware section
+from . import hardware  # noqa: E402,F401  (registers its measures: hardware_value, hardware_att, ...)

@@ -10,11 +10,14 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
                              picks (Fig. 1); made from the kernel sources, after them
     ("firmware",)            the firmware image itself: ROM and data bytes it takes, its digest, the
                              GST presets' sizes (Section VI)
-    ("hardware",)            HOOK for the real-hardware section: quco.perfmodel.hardware.table() (the
-                             performance-model branch adds it; bench/hardware.py prints the same rows:
-                             measured H100 cost of QuCo's pick and of the model's best per kernel x
-                             size, rank correlation); absent, the claims that need it say "could not
-                             compute" with that reason
+    ("hardware",)            the real-hardware section: the H100 measurements (HARDWARE_DATA, in
+                             quco.perfmodel.hardware's format) against the model on HARDWARE_GPU, per
+                             kernel x size (hardware.table()'s rows: the measured cost of QuCo's firmware
+                             pick and of the model's best, the rank correlation), every measured point
+                             with its modelled time (the figure, the chances), and the best plain-load
+                             time over the best TMA time (ATT vs NoATT, measured; the model's beside it)
+    ("hardware", "heldout")  the same rows from the model refitted without the kernel's family
+                             (quco.perfmodel.fit.leave_one_out): the model's evidence on this data
 
 `compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
@@ -78,7 +81,7 @@ def gpus_of(key: tuple) -> set[str]:
     if kind == "dvfs":
         return {DVFS_GPU}
     if kind == "hardware":
-        return set()      # measured data, no GPU of ours runs
+        return {HARDWARE_GPU}   # the measured GPU's preset: `--gpu h100-sxm` selects the section alone
     return set(GPUS)
 
 
@@ -139,17 +142,64 @@ def _firmware(firmware=None) -> dict:
             "sha256": _digest(path)}
 
 
-def _hardware(firmware=None) -> dict:
-    """The real-hardware hook: quco.perfmodel.hardware.table() (the performance-model branch adds
-    it; bench/hardware.py prints the same rows): one dict per kernel x size of the H100
-    measurements, with the measured cost of QuCo's pick and of the model's best over the measured
-    best (quco_cost_pct, model_best_cost_pct) and the rank correlation (spearman)."""
-    try:
-        from ..perfmodel import hardware
-    except ImportError:
-        raise FileNotFoundError("quco.perfmodel.hardware is not in this tree (the performance-model branch adds it)") \
-            from None
-    return {"rows": list(hardware.table())}
+HARDWARE_GPU = "h100-sxm"     # the preset of the GPU the measurements were taken on
+HARDWARE_DATA = None          # None: quco.perfmodel.hardware.DEFAULT_DATA (examples/hardware/, shipped)
+
+
+def _hardware(part: str = "measured", firmware=None) -> dict:
+    """The H100 rows (hardware.table()'s, computed here so that the firmware is the scorecard's and
+    the points are kept) or, for part "heldout", leave-one-kernel-family-out. A file that cannot be
+    read raises hardware.HardwareDataError naming file, line and field: the claims say so."""
+    from ..perfmodel import hardware
+    from ..perfmodel.params import machine
+    path = HARDWARE_DATA or hardware.DEFAULT_DATA
+    measured = hardware.read(path)
+    gst = tables.load(HARDWARE_GPU)
+    head = {"gpu": HARDWARE_GPU, "data": str(path)}
+    if part == "heldout":
+        from ..perfmodel import fit
+        rows = fit.leave_one_out(machine(tables.unpack(gst)), gst, measured)
+        return {**head, "rows": [_plain_row(r, head) for r in rows], "measured": _measured_points(measured)}
+    if part != "measured":
+        raise ValueError(f"hardware source {part!r}: expected measured or heldout")
+    from ..perfmodel.evaluate import firmware_config
+    results = hardware.compare(measured, gst, lambda g, k: firmware_config(g, k, firmware=firmware))
+    model_att = {(r["kernel"], r["size"]): r["model"] for r in hardware.att_vs_noatt(measured, gst)}
+    return {**head, "rows": [_plain_row(r, head) for r in results],
+            "points": {f"{r['kernel']}/{r['size']}": [[p.tile, p.slots, p.measured_us, p.model_us] for p in r["points"]]
+                       for r in results},
+            "measured": _measured_points(measured), "att": _att_vs_loads(measured, model_att)}
+
+
+def _plain_row(r: dict, head: dict) -> dict:
+    """hardware.table()'s row: without the points, numbers as plain floats (JSON, CSV)."""
+    return {k: (float(v) if isinstance(v, float) else v) for k, v in r.items() if k != "points"} | head
+
+
+def _measured_points(measured) -> dict:
+    """{"kernel/size": [measured us, ...]} of the TMA configurations that ran (the chances)."""
+    out = {}
+    for m in measured:
+        if m.variant == "att" and m.fits and m.tile and m.slots:
+            out.setdefault(f"{m.kernel}/{m.size}", []).append(m.time_us)
+    return out
+
+
+def _att_vs_loads(measured, model_att: dict) -> list[dict]:
+    """Per kernel x size with both TMA ("att") and plain-load ("pointer") rows, measured: the best
+    plain-load time over the best TMA time (`any`: the loads at any depth, 1 slot synchronous and
+    more pipelined by the compiler's cp.async; `sync`: 1 slot only, the paper's NoATT) and the
+    model's NoATT/Fine-Tuned over ATT/Fine-Tuned where the kernel is compared (hardware.att_vs_noatt).
+    Above 1: ATT ahead."""
+    best: dict = {}
+    for m in measured:
+        if m.fits and m.time_us and m.variant in ("att", "pointer"):
+            b = best.setdefault((m.kernel, m.size), {})
+            b[m.variant] = min(b.get(m.variant, m.time_us), m.time_us)
+            if m.variant == "pointer" and m.slots == 1:
+                b["sync"] = min(b.get("sync", m.time_us), m.time_us)
+    return [{"kernel": k, "size": s, "any": b["pointer"] / b["att"], "sync": b["sync"] / b["att"] if "sync" in b else None,
+             "model": model_att.get((k, s))} for (k, s), b in best.items() if "att" in b and "pointer" in b]
 
 
 def _label(k, tile, slots) -> str:
@@ -250,8 +300,9 @@ def portability(kernel_sources: dict) -> list[dict]:
 
 
 # ---------------------------------------------------------------- the whole fan-out
-# the long tasks first: the pool then ends on short ones (seconds measured on this machine)
-_COST = {"dvfs": 0, "workload": 1, "kernel": 2, "launch": 3, "hardware": 4, "firmware": 5}
+# the long tasks first: the pool then ends on short ones (CPU seconds measured by bench/paper.py: the
+# two hardware sources about 10 s each, DVFS 4 s, a workload 2-4 s)
+_COST = {"hardware": 0, "dvfs": 1, "workload": 2, "kernel": 3, "launch": 4, "firmware": 5}
 
 
 def _order(key: tuple) -> tuple:

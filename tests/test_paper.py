@@ -417,7 +417,10 @@ def test_gpu_selection_keeps_the_claims_that_run_on_those_gpus_alone():
     assert all(k[1] == "r9-nano" for k in keys if k[0] != "workload")
     assert "fig1-across-kernels-up-to-1.2x" not in {c.id for c in r9}          # needs all three GPUs
     assert "fig12-fc5-hw-tile-256" in {c.id for c in scorecard.select(every, gpus=["mi100"])}
-    assert len(scorecard.select(every, gpus=list(measures.ours.GPUS))) == len(every)
+    hw = scorecard.select(every, gpus=[measures.ours.HARDWARE_GPU])     # the real-hardware section alone
+    assert hw and {c.source for c in hw} == {"Real hardware (H100)"}
+    assert len(scorecard.select(every, gpus=list(measures.ours.GPUS))) == len(every) - len(hw)
+    assert len(scorecard.select(every, gpus=[*measures.ours.GPUS, measures.ours.HARDWARE_GPU])) == len(every)
 
 
 def test_figures_from_hand_made_workload_dvfs_and_portability_sources(tmp_path):

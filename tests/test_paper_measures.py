@@ -124,7 +124,7 @@ def test_the_memories_and_the_one_image():
 
 
 def test_the_hardware_hook_reads_a_column_of_the_rows():
-    """The real-hardware section's measure (no claim uses it yet): a column, every row or some
+    """The real-hardware section's column measure: a column, every row or some
     kernels', judged value by value as a range; a failed source is the row's reason."""
     from quco.paper import scorecard
     from quco.paper.claims import Claim
