@@ -23,7 +23,7 @@ KINDS = ("pick", "range", "all", "any", "no_verdict")
 # a claim's evidential weight, declared with its reason (`weight_reason`); "weak" is never declared:
 # scorecard.row gives it to an "evidence" row whose chance (a random configuration of the searched
 # space passing it) is at least WEAK_CHANCE
-WEIGHTS = ("evidence", "fitted", "derived")
+WEIGHTS = ("evidence", "fitted", "derived", "model")
 WEAK, WEAK_CHANCE = "weak", 0.25
 BETTER = ("higher", "lower", "none")   # which side of a range is QuCo's favour (verdict.way)
 _NUMBER = {"type": "number"}
@@ -74,7 +74,7 @@ class Claim:
     tolerance: float = 0.0         # range: absolute; all / any: a fraction of the right-hand side
     unit: str = ""
     note: str = ""
-    weight: str = "evidence"       # declared: evidence | fitted | derived (WEIGHTS)
+    weight: str = "evidence"       # declared: evidence | fitted | derived | model (WEIGHTS)
     weight_reason: str = ""
     quote: str = ""                # the paper's words, verbatim (tests/test_paper_quotes.py checks them)
     better: str | None = None      # range: the side of a miss that favours QuCo (higher | lower | none);

@@ -21,11 +21,12 @@ from .measures import MEASURES, SourceFailed, compute
 from .verdict import (AGAINST, DIFFERS, FAVOUR, HOLDS, MISSING, NEITHER, NO_VERDICT, VERDICTS, WITHIN, Check, Pick,
                       judge, show, way)
 
-WEIGHTS = ("evidence", WEAK, "fitted", "derived")   # the summary's order
+WEIGHTS = ("evidence", WEAK, "fitted", "derived", "model")   # the summary's order
 WEIGHT_MEANING = {"evidence": "count as reproduced when they hold",
                   WEAK: f"a random configuration of the searched space passes with {WEAK_CHANCE:.0%} or more",
                   "fitted": "calibration targets: a residual, not a prediction",
-                  "derived": "follow from other rows"}
+                  "derived": "follow from other rows",
+                  "model": "our performance model against measurements it was not fitted to: about the judge, not the paper"}
 
 
 def needs(claim) -> list[tuple]:
@@ -117,7 +118,7 @@ def summary_line(rows: list[dict]) -> str:
     ev = w["evidence"]
     return (f"{ev[HOLDS]} of {ev['claims']} evidence claims reproduced (hold); {len(rows)} claim"
             f"{'' if len(rows) == 1 else 's'} in all, "
-            f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived)"
+            f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived, model checks)"
             + (f" and {w[NO_VERDICT]} without a verdict" if w[NO_VERDICT] else ""))
 
 
