@@ -33,6 +33,7 @@ them, synchronise (one work-group barrier), compute.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -183,7 +184,10 @@ class Model:
         self.out_per_step = work.output_bytes / total_steps
         self.env = Environment()
         capacity = max(1, m.pools // active_pools)
-        self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
+        # the CU's SIMD servers, first come first served: each one's next free time (a heap).
+        # A request's service time is known when it is made, so its start is the earliest free
+        # server's time (the FIFO multi-server recursion), no queue of events needed
+        self.simd = [0.0] * capacity if self.occ > capacity else None
         self.att_free = 0.0   # the CU's ATT unit, busy m.att_issue per descriptor
         # a step stores its results when its share of them is at least a cache line (streaming
         # kernels); a reduction writes once at the end, spread thin over the steps
@@ -332,13 +336,8 @@ class Model:
             # (GCN issues the barrier code's scalar and LDS instructions beside the VALU's, so
             # there only its chain counts: code_on_pools 0)
             yield from self._compute(slot, k, flops, wake,
-                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools)
-            chain = t_code + instrs * m.dep_instr + flops - env.now
-            if chain > 0:
-                self.barrier += chain
-                t = env.now
-                yield env.timeout(chain)
-                self._span(slot, "consumers", "barrier code", t, env.now)
+                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools,
+                                     until=t_code + instrs * m.dep_instr + flops)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
                 wg.wake(wg.producer_wait, gi)
@@ -349,30 +348,36 @@ class Model:
                 if self.mode != "ideal":
                     wg.drained.put(p)
 
-    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0, code: float = 0.0):
+    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0, code: float = 0.0,
+                 until: float = 0.0):
         """`barrier` cycles of synchronisation, then `code` cycles of barrier code and `cycles`
         of compute on the CU's SIMDs (shared by the resident work-groups when they do not each
-        have their own): one server, so the two cannot overtake each other."""
+        have their own): one server, so the two cannot overtake each other. Then, until the
+        time `until` (the step's chain of dependent instructions), the barrier code's latency.
+        Every time is known once the SIMDs are asked for, so one timeout covers the rest."""
         env = self.env
         self.barrier += barrier + code
         self.busy += cycles
         cycles += code
         t = env.now
         if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
-            if barrier + cycles:
-                yield env.timeout(barrier + cycles)
             self._span(slot, "consumers", "barriers", t, t + barrier)
             t += barrier
         else:
-            if barrier:
+            if barrier:  # the SIMDs serve requests in the order they are made: after it
                 yield env.timeout(barrier)
                 self._span(slot, "consumers", "barriers", t, env.now)
-            with self.simd.request() as req:
-                yield req
-                t = env.now
-                yield env.timeout(cycles)
+            t = max(env.now, heapq.heappop(self.simd))
+            heapq.heappush(self.simd, t + cycles)
+        end = t + cycles
         if cycles:
-            self._span(slot, "consumers", lambda: f"compute tile {k}", t, env.now)
+            self._span(slot, "consumers", lambda: f"compute tile {k}", t, end)
+        if until > end:
+            self.barrier += until - end
+            self._span(slot, "consumers", "barrier code", end, until)
+            end = until
+        if end > env.now:
+            yield env.timeout(end - env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
         wg = _Queues(self.env, len(self.groups))
