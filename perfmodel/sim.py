@@ -179,6 +179,8 @@ class Model:
         self.passes = passes or work.passes       # passes simulated (fewer when extrapolated)
         self.phase_len = work.passes // work.phases
         self.groups = self._groups()
+        # the ATT unit's time per tile of each group (its descriptors x issue cycles)
+        self.att_cost = {g.first: g.descriptors(m.att_box_rows) * m.att_issue for g in self.groups}
         self.steps = max(g.tiles for g in self.groups)
         total_steps = work.passes * self.steps
         self.out_per_step = work.output_bytes / total_steps
@@ -273,12 +275,13 @@ class Model:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + g.descriptors(self.m.att_box_rows) * self.m.att_issue
+        self.att_free = max(now, self.att_free) + self.att_cost[g.first]
         done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
-        self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
-                   now, done)
+        if self.tracing:
+            self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
+                       now, done)
         return done
 
     def _producer(self, slot: int, wg: "_Queues", first_wg: bool):
@@ -370,7 +373,7 @@ class Model:
             t = max(env.now, heapq.heappop(self.simd))
             heapq.heappush(self.simd, t + cycles)
         end = t + cycles
-        if cycles:
+        if cycles and self.tracing:
             self._span(slot, "consumers", lambda: f"compute tile {k}", t, end)
         if until > end:
             self.barrier += until - end
