@@ -139,9 +139,13 @@ class _Queues:
         self.drained = simpy.Store(env)
 
     @staticmethod
-    def wake(waits: list, gi: int) -> None:
-        if waits[gi] is not None:
-            waits[gi].succeed()
+    def wake(waits: list, gi: int, delay: float = 0.0) -> None:
+        """Wake the side waiting on group gi, `delay` cycles from now (when the slot it waits
+        for is free: one event instead of a wake-up and a timeout)."""
+        ev = waits[gi]
+        if ev is not None:
+            ev._ok, ev._value = True, None  # Event.succeed, scheduled later
+            ev.env.schedule(ev, delay=delay)
             waits[gi] = None
 
 
@@ -343,7 +347,7 @@ class Model:
                                      until=t_code + instrs * m.dep_instr + flops)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
-                wg.wake(wg.producer_wait, gi)
+                wg.wake(wg.producer_wait, gi, lds)
             if self.out_per_step:
                 self.pipes.write(self.out_per_step, env.now)
             if phase_end:  # every wavefront of the work-group meets, then the producer goes on
