@@ -15,7 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
-from quco.perfmodel import hardware
+from quco.perfmodel import hardware as hwdata
 from quco.gst import tables
 from quco.paper import claims
 from quco.host.kernel import load_kernel
@@ -186,7 +186,7 @@ def fit() -> None:
     params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = saved
 
 
-def hardware(path: str, gpu: str = "h100-sxm") -> None:
+def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     """The H100 constants refitted from the measurements (perfmodel/fit.py; the preset holds
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
     without a family, the model predicts it."""
@@ -215,10 +215,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
     ap.add_argument("--fit", action="store_true")
-    ap.add_argument("--hardware", nargs="?", const=str(hardware.DEFAULT_DATA), metavar="CSV")
+    ap.add_argument("--hardware", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
     args = ap.parse_args()
     if args.hardware:
-        hardware(args.hardware)
+        hardware_fit(args.hardware)
     elif args.fit:
         fit()
     else:

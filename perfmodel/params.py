@@ -1,9 +1,9 @@
 """What the performance model knows about the hardware: the GST's figures, the partition's,
 and the few constants the GST does not carry, each declared once with its source.
 
-docs/perf-model.md explains how each enters the model. The GST's latencies are times,
-counted in cycles of the 1,000 MHz reference LAT_REF_MHZ (ns), as the firmware reads them;
-the model turns them into core cycles at the GST's nominal clock. Under a DVFS clock the
+docs/perf-model.md explains how each enters the model. The GST's latencies are core
+cycles at the GST's nominal clock (core_clock_mhz), as the firmware reads them and as QuCo's
+Table II gives them ("cycles, CU round trip"; docs/algorithm.md). Under a DVFS clock the
 part of a DRAM round trip beyond an L2 hit stays a fixed time (so its cycle count scales
 with the clock), while the L2, ATT and LDS run on the core clock (so their cycle counts do
 not). DRAM bandwidth is fixed in bytes per second, so a lower clock gives more bytes per cycle.
@@ -14,7 +14,7 @@ import functools
 import tomllib
 from dataclasses import dataclass
 
-from ..gst import abi, tables
+from ..gst import tables
 
 # name: (value, unit, source). Assumptions say so; none is fitted to QuCo's picks.
 CONSTANTS = {
@@ -124,9 +124,9 @@ def gst_name(g: dict) -> str:
 def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: int = 0,
             unlimited_lds: bool = False) -> Machine:
     """The machine for GST fields `g` (quco.gst.tables.unpack) and a partition (0 = all).
-    The GST's latencies are ns (cycles of LAT_REF_MHZ); the Machine's are core cycles."""
+    The GST's latencies are core cycles at its core_clock_mhz; the Machine's are core cycles
+    at the partition's clock."""
     nominal = g["core_clock_mhz"]
-    ref = abi.const("LAT_REF_MHZ")
     name = gst_name(g)
     d = description(name)
     slices, slice_bytes = d["l2_slices"], d["l2_slice_bytes"]
@@ -137,10 +137,10 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         lds_bytes=big if unlimited_lds else (lds_bytes or g["lds_bytes"]),
         simd_muls=g["simd_muls_per_cycle"], pools=g["wavefront_pools"],
         # ATT and L2: core cycles at the nominal clock, kept under DVFS (they run on the core clock).
-        lat_att=g["lat_att_cycles"] * nominal / ref, lat_l2=g["lat_l2_cycles"] * nominal / ref,
+        lat_att=float(g["lat_att_cycles"]), lat_l2=float(g["lat_l2_cycles"]),
         # Table II's latencies are CU round trips to each level: the part of a DRAM round
-        # trip beyond an L2 hit is DRAM time, fixed in ns, so it scales with the clock.
-        lat_dram=g["lat_l2_cycles"] * nominal / ref + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / ref,
+        # trip beyond an L2 hit is DRAM time, fixed in ns, so its cycle count scales with the clock.
+        lat_dram=g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal,
         # sustained, not the specification's peak (a measured copy ceiling where there is one)
         dram_bytes_per_cycle=g["dram_bw_mbps"] * d["dram_sustained"] / clock,
         cache_line=g["cache_line_bytes"],

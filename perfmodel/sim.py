@@ -33,6 +33,7 @@ them, synchronise (one work-group barrier), compute.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -138,9 +139,13 @@ class _Queues:
         self.drained = simpy.Store(env)
 
     @staticmethod
-    def wake(waits: list, gi: int) -> None:
-        if waits[gi] is not None:
-            waits[gi].succeed()
+    def wake(waits: list, gi: int, delay: float = 0.0) -> None:
+        """Wake the side waiting on group gi, `delay` cycles from now (when the slot it waits
+        for is free: one event instead of a wake-up and a timeout)."""
+        ev = waits[gi]
+        if ev is not None:
+            ev._ok, ev._value = True, None  # Event.succeed, scheduled later
+            ev.env.schedule(ev, delay=delay)
             waits[gi] = None
 
 
@@ -178,12 +183,17 @@ class Model:
         self.passes = passes or work.passes       # passes simulated (fewer when extrapolated)
         self.phase_len = work.passes // work.phases
         self.groups = self._groups()
+        # the ATT unit's time per tile of each group (its descriptors x issue cycles)
+        self.att_cost = {g.first: g.descriptors(m.att_box_rows) * m.att_issue for g in self.groups}
         self.steps = max(g.tiles for g in self.groups)
         total_steps = work.passes * self.steps
         self.out_per_step = work.output_bytes / total_steps
         self.env = Environment()
         capacity = max(1, m.pools // active_pools)
-        self.simd = simpy.Resource(self.env, capacity=capacity) if self.occ > capacity else None
+        # the CU's SIMD servers, first come first served: each one's next free time (a heap).
+        # A request's service time is known when it is made, so its start is the earliest free
+        # server's time (the FIFO multi-server recursion), no queue of events needed
+        self.simd = [0.0] * capacity if self.occ > capacity else None
         self.att_free = 0.0   # the CU's ATT unit, busy m.att_issue per descriptor
         # a step stores its results when its share of them is at least a cache line (streaming
         # kernels); a reduction writes once at the end, spread thin over the steps
@@ -269,12 +279,13 @@ class Model:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + g.descriptors(self.m.att_box_rows) * self.m.att_issue
+        self.att_free = max(now, self.att_free) + self.att_cost[g.first]
         done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
-        self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
-                   now, done)
+        if self.tracing:
+            self._span(slot, "ATT", lambda: f"q{g.first}" + (f"+{g.count - 1}" if g.count > 1 else "") + f" tile {k}",
+                       now, done)
         return done
 
     def _producer(self, slot: int, wg: "_Queues", first_wg: bool):
@@ -332,16 +343,11 @@ class Model:
             # (GCN issues the barrier code's scalar and LDS instructions beside the VALU's, so
             # there only its chain counts: code_on_pools 0)
             yield from self._compute(slot, k, flops, wake,
-                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools)
-            chain = t_code + instrs * m.dep_instr + flops - env.now
-            if chain > 0:
-                self.barrier += chain
-                t = env.now
-                yield env.timeout(chain)
-                self._span(slot, "consumers", "barrier code", t, env.now)
+                                     m.code_on_pools * instrs * waves * m.wave_instr / self.active_pools,
+                                     until=t_code + instrs * m.dep_instr + flops)
             for gi, _, _, _ in loads:  # the producer sees the slot free one LDS round trip later
                 wg.released[gi].append(env.now + lds)
-                wg.wake(wg.producer_wait, gi)
+                wg.wake(wg.producer_wait, gi, lds)
             if self.out_per_step:
                 self.pipes.write(self.out_per_step, env.now)
             if phase_end:  # every wavefront of the work-group meets, then the producer goes on
@@ -349,30 +355,36 @@ class Model:
                 if self.mode != "ideal":
                     wg.drained.put(p)
 
-    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0, code: float = 0.0):
+    def _compute(self, slot: int, k: int, cycles: float, barrier: float = 0.0, code: float = 0.0,
+                 until: float = 0.0):
         """`barrier` cycles of synchronisation, then `code` cycles of barrier code and `cycles`
         of compute on the CU's SIMDs (shared by the resident work-groups when they do not each
-        have their own): one server, so the two cannot overtake each other."""
+        have their own): one server, so the two cannot overtake each other. Then, until the
+        time `until` (the step's chain of dependent instructions), the barrier code's latency.
+        Every time is known once the SIMDs are asked for, so one timeout covers the rest."""
         env = self.env
         self.barrier += barrier + code
         self.busy += cycles
         cycles += code
         t = env.now
         if self.simd is None or not cycles:  # every resident work-group has SIMDs of its own
-            if barrier + cycles:
-                yield env.timeout(barrier + cycles)
             self._span(slot, "consumers", "barriers", t, t + barrier)
             t += barrier
         else:
-            if barrier:
+            if barrier:  # the SIMDs serve requests in the order they are made: after it
                 yield env.timeout(barrier)
                 self._span(slot, "consumers", "barriers", t, env.now)
-            with self.simd.request() as req:
-                yield req
-                t = env.now
-                yield env.timeout(cycles)
-        if cycles:
-            self._span(slot, "consumers", lambda: f"compute tile {k}", t, env.now)
+            t = max(env.now, heapq.heappop(self.simd))
+            heapq.heappush(self.simd, t + cycles)
+        end = t + cycles
+        if cycles and self.tracing:
+            self._span(slot, "consumers", lambda: f"compute tile {k}", t, end)
+        if until > end:
+            self.barrier += until - end
+            self._span(slot, "consumers", "barrier code", end, until)
+            end = until
+        if end > env.now:
+            yield env.timeout(end - env.now)
 
     def _work_group_att(self, slot: int, first_wg: bool):
         wg = _Queues(self.env, len(self.groups))

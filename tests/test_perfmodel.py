@@ -144,21 +144,43 @@ def test_dvfs_clock_changes_dram_in_cycles():
     assert low.lat_l2 == M.lat_l2 and low.lat_dram < M.lat_dram
 
 
-def test_gst_latencies_are_ns_read_at_the_nominal_clock():
-    # The GST's latencies are ns (cycles of the 1 GHz reference), as the firmware reads them.
-    # R9 Nano at 1 GHz: ns = cycles. MI100 at 1.5 GHz: Table II's 100/250/300 are
-    # 150/375/450 core cycles.
+def test_gst_latencies_are_core_cycles_at_the_nominal_clock():
+    # The GST's latencies are core cycles at its core_clock_mhz (QuCo Table II: "cycles, CU
+    # round trip"), as the firmware reads them: the MI100's 100/250/300 are 100/250/300 cycles.
     assert (M.lat_att, M.lat_l2, M.lat_dram) == (100, 300, 450)
     mi100 = tables.unpack(tables.load("mi100"))
     assert (mi100["lat_att_cycles"], mi100["lat_l2_cycles"], mi100["lat_dram_cycles"]) == (100, 250, 300)
     m = machine(mi100)
-    assert (m.lat_att, m.lat_l2, m.lat_dram) == pytest.approx((150, 375, 450))
-    # At 1 GHz the L2 round trip stays 375 core cycles; the 50 ns beyond it become 50 cycles.
+    assert (m.lat_att, m.lat_l2, m.lat_dram) == pytest.approx((100, 250, 300))
+    # At 1 GHz the L2 round trip stays 250 core cycles; the 50 cycles beyond it at 1.5 GHz
+    # (33.3 ns of DRAM time) become 33.3 cycles.
     low = machine(mi100, core_clock_mhz=1000)
-    assert (low.lat_att, low.lat_l2, low.lat_dram) == pytest.approx((150, 375, 425))
-    # A GPU at twice the clock with the same ns sees twice the cycles.
+    assert (low.lat_att, low.lat_l2, low.lat_dram) == pytest.approx((100, 250, 250 + 50 / 1.5))
+    # The same cycle counts at twice the nominal clock stay the same cycle counts.
     fast = machine(dict(R9, core_clock_mhz=2000))
-    assert (fast.lat_att, fast.lat_l2, fast.lat_dram) == pytest.approx((200, 600, 900))
+    assert (fast.lat_att, fast.lat_l2, fast.lat_dram) == pytest.approx((100, 300, 450))
+
+
+def test_h100_latencies_are_the_measured_round_trips_in_cycles():
+    # h100-latency.csv measures ns per dependent step; the preset's cycles at its 1,980 MHz
+    # must land inside the measured ranges (rounding to a cycle: 0.51 ns).
+    import csv
+    from quco.examples import HARDWARE
+    rows = list(csv.DictReader((HARDWARE / "h100-latency.csv").open()))
+    def ns(method, state):
+        v = [float(r["ns_per_dependent_step"]) for r in rows if r["method"] == method and state in r["state"]]
+        return min(v), max(v)
+    h = tables.unpack(tables.load("h100-sxm"))
+    to_ns = 1000.0 / h["core_clock_mhz"]
+    lo, hi = ns("plain load", "(L2 hit")
+    assert lo - 0.51 <= h["lat_l2_cycles"] * to_ns <= hi
+    lo, hi = ns("plain load", "(DRAM)")
+    assert lo <= h["lat_dram_cycles"] * to_ns <= hi + 0.51
+    # the TMA's part: a tensor load's round trip less a plain one's, at either level
+    tma_l2, tma_dram = ns("TMA tensor load", "(L2 hit)"), ns("TMA tensor load", "(DRAM)")
+    att_ns = h["lat_att_cycles"] * to_ns
+    assert tma_l2[0] - ns("plain load", "(L2 hit")[1] <= att_ns <= tma_l2[1] - ns("plain load", "(L2 hit")[0]
+    assert tma_dram[0] - ns("plain load", "(DRAM)")[1] <= att_ns <= tma_dram[1] - ns("plain load", "(DRAM)")[0]
 
 
 # ---------------------------------------------------------------- properties
