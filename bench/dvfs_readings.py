@@ -15,7 +15,7 @@ tile to 128 at every clock, whatever the reading: the tile tables show that boun
 and the model tables show what the scan itself would do.
 
 A reading is emulated by rewriting the GST and launching at its nominal clock (the model
-converts the latencies at the clock it is told, LAT_REF_MHZ, so scaling them by f emulates a
+reads the latencies as core cycles at the nominal clock, so scaling them by f emulates a
 time and leaving them emulates cycles fixed at the nominal clock's): at clock c
 (f = c / 1500) a latency that is a time becomes `cycles x f`, and a bandwidth fixed in
 bytes per second becomes `MB/s / f` (so that cycles per byte = nominal x CUs / (MB/s / f)).

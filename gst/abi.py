@@ -436,7 +436,6 @@ CONSTANTS = {
     "COST_B": (0.0, "f", "weight of the cache-line penalty COST_B/CL of the cost function"),
     "CI_LOW": (1.0, "f", "a CI below this is class low: doubles the tile, FALLBACK_SLOTS_LOW_CI"),
     "CI_HIGH": (4.0, "f", "a CI above this is class high: halves the tile"),
-    "LAT_REF_MHZ": (1000, "i", "performance model only (perfmodel/params.py, to be retired): the firmware reads the GST's latencies as core cycles at core_clock_mhz"),
     "MIN_BUFFERS": (2, "i", "double buffering: tiles a queue must hold, slots the CU step keeps"),
     "LITTLE_SCALE": (0.0625, "f", "Little's law: slots per unit of memTime / procTime (fitted)"),
     "CU_SLOT_REF": (32, "i", "CU step: slots scale by CU_SLOT_REF / active CUs, never up (fitted)"),
