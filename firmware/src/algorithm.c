@@ -205,15 +205,15 @@ static uint32_t choose_tile(planner_t *p)
 }
 
 /* roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots (quco+:
- * the nearest integer) */
+ * the next integer up) */
 static uint32_t round_pow2(float r)
 {
     float max = (float)GST->max_slots;
     if (!(r >= 1.0f))
         return 1u;
     uint32_t q = (uint32_t)(r < max ? r : max);
-    if (plus_rules) /* quco+: the nearest integer, ties up */
-        return q < GST->max_slots && r - (float)q >= 0.5f ? q + 1u : q;
+    if (plus_rules) /* quco+: rounded up (Little's ratio is the fewest tiles that cover the latency) */
+        return q < GST->max_slots && r > (float)q ? q + 1u : q;
     q = floor_pow2(q);
     if (q < max_pow2_slots && r >= 1.5f * (float)q)
         q <<= 1;
