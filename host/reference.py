@@ -124,7 +124,7 @@ class Planner:
         # bytes one step of the kernel moves per tile element: every streaming queue's element
         self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
         self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
-        # quco+ (not the paper's; docs/algorithm.md): slots rounded to the nearest integer, no CU step
+        # quco+ (not the paper's; docs/algorithm.md): slots rounded up to an integer, no CU step
         self.plus = bool(self.flags & abi.FLAG_QUCO_PLUS)
         self.max_pow2 = floor_pow2(g["max_slots"])
 
@@ -206,12 +206,13 @@ class Planner:
     # -- Algorithm 3
     def round_pow2(self, r) -> int:
         """roundToPowerOfTwo: the nearest power of two to r (ties up), within 1..max_slots
-        (quco+: the nearest integer, ties up)."""
+        (quco+: r rounded up: Little's ratio is the fewest tiles in flight that cover the memory
+        time, so a ring below it starves; docs/algorithm.md)."""
         if not r >= f32(1.0):
             return 1
         n = self.g["max_slots"] if r >= f32(self.g["max_slots"]) else int(r)
         if self.plus:
-            return n + 1 if n < self.g["max_slots"] and r - f32(n) >= f32(0.5) else n
+            return n + 1 if n < self.g["max_slots"] and r > f32(n) else n
         p = floor_pow2(n)
         if p < self.max_pow2 and r >= f32(1.5) * f32(p):
             p *= 2

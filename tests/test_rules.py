@@ -106,20 +106,34 @@ def test_fewer_active_cus_keep_more_slots(devices):
     assert pick(devices, R9_NANO, rec[16]) == (2048, [4])
 
 
-def test_quco_plus_rounds_to_the_nearest_integer_and_skips_the_cu_step(devices):
-    """quco+ (FLAG_QUCO_PLUS, not the paper's rule set): Elementwise on the R9 Nano (two
-    65,536-element fp16 queues, low CI, tile 2048): Little's ratio, memTime of a step 850 +
-    2048 x (4 x 0.125 + 8 / 64) = 2130 over procTime 18.857, / 16 = 7.06: the
-    paper's rules round to 8 and step x 32 / 64 CUs to 4; quco+ keeps 7 (2 x 7 x 4 KiB = 56 KiB
-    fits). Planted as a power of two: 8 (or 4 with the CU step)."""
+def test_quco_plus_rounds_up_to_an_integer_and_skips_the_cu_step(devices):
+    """quco+ (FLAG_QUCO_PLUS, not the paper's rule set): Little's ratio rounded up (the fewest
+    tiles in flight that cover the memory time), no power of two, no CU step. Two 65,536-element
+    int8 queues on the R9 Nano, low CI, tile 4096: memTime of a step 850 + 4096 x (2 x 0.125 +
+    4 / 64) = 2130 over procTime 9.143 + 8.143 x 4 = 41.71, / 16 = 3.19: the paper's rules round
+    to 4 and step x 32 / 64 CUs to 2; quco+ takes 4 (planted as the nearest integer: 3; as a
+    power of two with the CU step: 2)."""
+    queues = [(65536, 0, 1)] * 2
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (4096, [2, 2])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (4096, [4, 4])
+
+
+def test_quco_plus_rounding_up_enters_the_lds_bound(devices):
+    """Elementwise on the R9 Nano (two 65,536-element fp16 queues, low CI): at 2048 the ratio is
+    (850 + 2048 x (4 x 0.125 + 8 / 64)) / 18.857 / 16 = 2130 / 301.7 = 7.06; rounded up, 8 slots
+    of 4 KiB per queue are the whole 64 KiB LDS, which also holds the metadata, so the LDS bound
+    halves the tile: at 1024 the ratio is 1490 / 7.43 / 16 = 12.5, capped at max_slots 8, 2 x 8 x
+    2 KiB fits. The paper's rules: 8 -> CU step 4 at 2048. (Planted as the nearest integer:
+    2048 / 7, 56 KiB fits.)"""
     queues = [(65536, 0, 2)] * 2
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [4, 4])
-    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [7, 7])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (1024, [8, 8])
 
 
 def test_quco_plus_caps_at_the_transfers_not_a_power_of_two(devices):
     """quco+ keeps a ring of exactly the transfers a queue makes: 3 for a 5,000-element queue in
-    tiles of 2048 (2048 + 2048 + 904); the paper's rules take the power of two within, 2."""
-    queues = [(5000, 0, 2)] * 2
-    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2, 2])
-    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3, 3])
+    tiles of 2048 (2048 + 2048 + 904), where Little's ratio 1490 / 18.857 / 16 = 4.94 asks 5; the
+    paper's rules take 4 -> CU step 2, within the transfers."""
+    queues = [(5000, 0, 2)]
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3])

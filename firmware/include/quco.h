@@ -67,7 +67,6 @@ void layout_write(const launch_t *l, const config_t *c, uint32_t generation);
 /* cache.c: recent configurations keyed by the whole launch record. A cold launch is
  * copied into a scratch entry; committing it makes it live and evicts the oldest. */
 typedef struct {
-    uint32_t key_words; /* 0: empty */
     launch_t rec;
     config_t config;
 } entry_t;

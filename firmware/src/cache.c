@@ -7,6 +7,9 @@
 
 static entry_t store[QUCO_CACHE_ENTRIES + 1];
 static uint8_t live[QUCO_CACHE_ENTRIES]; /* indices into store */
+/* the key length in words of each live entry (0: empty), beside `live` rather than in the
+ * entry: a miss then reads one byte per entry, not an index, a product and a word */
+static uint8_t live_words[QUCO_CACHE_ENTRIES];
 static uint8_t spare, victim;
 
 void cache_init(void)
@@ -22,9 +25,9 @@ entry_t *cache_find(uint32_t n)
 {
     uint32_t words = key_words(n); /* always even: 8 + 2n */
     for (uint32_t slot = 0; slot < QUCO_CACHE_ENTRIES; slot++) { /* ring order: commit replaces the oldest */
-        entry_t *entry = &store[live[slot]];
-        if (entry->key_words != words)
+        if (live_words[slot] != words)
             continue;
+        entry_t *entry = &store[live[slot]];
         const uint32_t *cached = (const uint32_t *)&entry->rec, *end = cached + words;
         const volatile uint32_t *incoming = RECORD_IN;
         do { /* two words a step: fewer taken branches on the hot path */
@@ -44,8 +47,7 @@ entry_t *cache_scratch(void) { return &store[spare]; } /* not searched until com
 
 void cache_commit(void)
 {
-    entry_t *entry = &store[spare];
-    entry->key_words = key_words(entry->rec.h.num_queues);
+    live_words[victim] = (uint8_t)key_words(store[spare].rec.h.num_queues);
     uint8_t old = live[victim];
     live[victim] = spare;
     spare = old;
