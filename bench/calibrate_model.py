@@ -25,7 +25,7 @@ from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "kernels"
+EXAMPLES = ROOT / "quco" / "examples" / "kernels"
 def _paper_fine_tuned() -> dict:
     """The paper's Fine-Tuned column (tile / slots; one slot count, read as the streaming queues'),
     {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (paper/claims.toml): the

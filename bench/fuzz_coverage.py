@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "firmware" / "src").glob("*.c"))
-CFLAGS = ["-O0", "-std=gnu11", "-ffp-contract=off", "-fno-builtin", "-w", f"-I{ROOT / 'firmware' / 'include'}"]
+SOURCES = sorted((ROOT / "quco" / "firmware" / "src").glob("*.c"))
+CFLAGS = ["-O0", "-std=gnu11", "-ffp-contract=off", "-fno-builtin", "-w", f"-I{ROOT / 'quco' / 'firmware' / 'include'}"]
 
 # Branches no input reaches, with the reason (docs/testing.md, "Branch coverage"): (file, source
 # text of the line, branch index). Each is checked to still be unreached and still be there.
 UNREACHABLE: dict[tuple[str, str, int], str] = {
-    ("firmware/src/gst.c", "static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }", 1):
+    ("quco/firmware/src/gst.c", "static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }", 1):
         "is_pow2(0): every power-of-two field's range check (lo >= 16) runs first, so the shape "
         "rules never see a zero; the helper stays total (defensive)",
 }
@@ -128,6 +128,6 @@ def branches(folder: Path) -> list[Branch]:
                 for ln in f["lines"]:
                     bs = ln["branches"]
                     for i, b in enumerate(bs):
-                        out.append(Branch(f"firmware/src/{src.name}", ln["line_number"], i, len(bs), b["count"],
+                        out.append(Branch(f"quco/firmware/src/{src.name}", ln["line_number"], i, len(bs), b["count"],
                                           lines[ln["line_number"] - 1]))
     return out

@@ -35,7 +35,7 @@ from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = sorted((ROOT / "examples" / "kernels").glob("*.json"))
+KERNELS = sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))
 
 
 def one_evaluation():
@@ -90,7 +90,7 @@ def grid_sizes():
 
 def whisper():
     print("quco-emu run whisper-tiny.json with baselines (target: a few seconds):")
-    wl = ROOT / "examples" / "workloads" / "whisper-tiny.json"
+    wl = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json"
     t, c = time.perf_counter(), time.process_time()
     r = subprocess.run([str(Path(sys.executable).with_name("quco-emu")), "run", str(wl)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -126,8 +126,8 @@ def search_spaces():
           "the exhaustive one")
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = ROOT / "examples" / "kernels" / gpu
-        for path in sorted((own if own.is_dir() else ROOT / "examples" / "kernels").glob("*.json")):
+        own = ROOT / "quco" / "examples" / "kernels" / gpu
+        for path in sorted((own if own.is_dir() else ROOT / "quco" / "examples" / "kernels").glob("*.json")):
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             search.evaluate.cache_clear()
@@ -143,7 +143,7 @@ def search_spaces():
                   f"{heur.ranked[0].config.label(work):11s} {gap:+.3f}%")
     print(f"  descent vs exhaustive, worst over every preset x bundled kernel: {worst:+.3f}%")
     print("  bundled workloads, each layer shape on its GPU (run's ATT/Fine-Tuned baselines):")
-    for path in sorted((ROOT / "examples" / "workloads").glob("*.json")):
+    for path in sorted((ROOT / "quco" / "examples" / "workloads").glob("*.json")):
         w = wformat.load(str(path))
         g = tables.unpack(tables.load(w.gpu or "r9-nano"))
         shapes = {lay.type: lay.kernel for lay in w.layers}
