@@ -69,9 +69,9 @@ $(VENV)/.installed: pyproject.toml setup.py quco/emulator/_fastcount.c | cc
 	@rm -f $(VENV)/.installed-test
 	touch $@
 
-# the test runner and what only tests use (pytest, hypothesis, onnx, onnxruntime, pyarrow)
+# the test runner, the linter and what only tests use (pytest, ruff, hypothesis, onnx, onnxruntime, pyarrow)
 $(VENV)/.installed-test: $(VENV)/.installed
-	@echo "pip: installing the [test] extra into $(VENV) (pytest, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
+	@echo "pip: installing the [test] extra into $(VENV) (pytest, ruff, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
@@ -98,7 +98,9 @@ $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard $(FW
 demo: venv firmware
 	$(BIN)/quco-emu launch quco/examples/kernels/matrix-matrix.json
 
+# lint first (pyproject.toml: the rules and why), then the suite
 test: venv-test firmware gdb
+	$(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest -q
 
 bench: venv firmware

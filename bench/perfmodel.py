@@ -91,7 +91,7 @@ def grid_sizes():
 def whisper():
     print("quco-emu run whisper-tiny.json with baselines (target: a few seconds):")
     wl = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json"
-    t, c = time.perf_counter(), time.process_time()
+    t = time.perf_counter()
     r = subprocess.run([str(Path(sys.executable).with_name("quco-emu")), "run", str(wl)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     res = os.times()

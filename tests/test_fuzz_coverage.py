@@ -5,7 +5,6 @@ import importlib.util
 import random
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -196,8 +196,8 @@ def record_check() -> list[str]:
     first = abi.LAUNCH_CHECKED.index(fault[0])
     if abi.LAUNCH_CHECKED[first:first + len(fault)] != tuple(fault) or any(f.detail != "offset" for f in fault):
         raise SystemExit("codegen: the launch header's RECORD_FIELD rules must be consecutive, detail the offset")
-    out = [f"/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
-           f" * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
+    out = ["/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
+           " * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
            f"#define QUCO_NO_FAULT 0x{NO_FAULT:x}u",
            "/* static, not inline: the compiler inlines each (called once) as it did the hand-written",
            " * check, with the same code, and the profiler names them as it did; unused: a source file",
