@@ -1,5 +1,5 @@
 """How robust the calibration is, varying one open constant (or the pair of cost weights) at
-a time around the shipped values of gst/abi.py, with the reference model (the firmware
+a time around the shipped values of quco/gst/abi.py, with the reference model (the firmware
 matches it bit for bit).
 
     .venv/bin/python bench/calibrate.py           # against the paper: R9 Nano Table III

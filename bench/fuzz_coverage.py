@@ -1,4 +1,4 @@
-"""Branch coverage of firmware/src/*.c under a fuzzing campaign (bench/fuzz.py): the same C
+"""Branch coverage of quco/firmware/src/*.c under a fuzzing campaign (bench/fuzz.py): the same C
 built for the host with gcov (`gcc --coverage -O0`, bench/fuzz_host.c plays the mailbox), fed
 the GSTs and records the campaign ran on the emulator. Its answers (boot status, every
 launch's status, detail, generation, cache hit and configuration bytes) must equal the
@@ -99,7 +99,7 @@ def mismatches(emulated: list[Batch], host: list[Batch]) -> list[str]:
 
 @dataclass
 class Branch:
-    file: str      # firmware/src/NAME.c
+    file: str      # quco/firmware/src/NAME.c
     line: int
     index: int     # of the line's branches, in gcov's order (at -O0: each condition's two ways)
     of: int
@@ -112,7 +112,7 @@ class Branch:
 
 
 def branches(folder: Path) -> list[Branch]:
-    """Every branch of firmware/src/*.c with the times gcov counted it taken."""
+    """Every branch of quco/firmware/src/*.c with the times gcov counted it taken."""
     out = []
     for src in SOURCES:
         gcda = folder / f"{src.stem}.gcda"
@@ -124,7 +124,7 @@ def branches(folder: Path) -> list[Branch]:
         for doc in (json.loads(t) for t in done.stdout.splitlines() if t.strip()):
             for f in doc["files"]:
                 if Path(f["file"]).resolve() != src.resolve():
-                    continue  # quco.h's inline helpers: not firmware/src
+                    continue  # quco.h's inline helpers: not quco/firmware/src
                 for ln in f["lines"]:
                     bs = ln["branches"]
                     for i, b in enumerate(bs):

@@ -10,7 +10,7 @@
    1 s at any grid size; the cost is steady state plus first and last waves), with the
    per-work-group time of the fastest configuration at both;
 4. `quco-emu run whisper-tiny.json` with baselines (issue #29: a few seconds);
-5. the search's space and method (perfmodel/space.py, issue #35): its bound in evaluations, each
+5. the search's space and method (quco/perfmodel/space.py, issue #35): its bound in evaluations, each
    preset x bundled kernel and every layer shape of the bundled workloads (size, method,
    evaluations, seconds), the coordinate descent's distance to the exhaustive answer wherever
    the exhaustive one runs, and the 8- and 16-distinct-queue cases.
@@ -117,7 +117,7 @@ def _distinct(n: int, length: int) -> Work:
 def search_spaces():
     from quco.perfmodel import space
     from quco.workloads import format as wformat
-    print(f"search spaces (perfmodel/space.py): exhaustive up to {space.EXHAUSTIVE_MAX:,} fitting configurations, "
+    print(f"search spaces (quco/perfmodel/space.py): exhaustive up to {space.EXHAUSTIVE_MAX:,} fitting configurations, "
           f"else coordinate descent ({space.SWEEPS} sweeps at most); refused past {space.WORK_MAX:,} tiles walked")
     print("  the bound: at most tiles x (slots + sweeps x runs x (slots - 1)) evaluations = "
           f"{8 * (8 + space.SWEEPS * 16 * 7):,} for 16 distinct queues; seconds below are this machine's")

@@ -30,7 +30,7 @@ alternatives for each open choice and counts, for every combination, how many of
 
 The search emulates the planner in float64 (rankings only; ties are far from float32's
 rounding); at the end the shipped rule set's emulation is checked against the reference model
-(host/reference.py, which the firmware matches bit for bit) on all 16 picks.
+(quco/host/reference.py, which the firmware matches bit for bit) on all 16 picks.
 """
 from __future__ import annotations
 
