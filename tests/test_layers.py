@@ -240,6 +240,12 @@ def test_every_package_folder_has_a_layer():
     assert {f for names in LAYERS for f in names} == set(packages(ROOT))
 
 
+def test_no_package_folder_is_left_at_the_top():
+    """The nine folders moved under quco/ (issue #32): a branch that still adds a file at the old
+    place (host/x.py) would bring back a folder that no install packs and no test reads."""
+    assert [name for name in packages(ROOT) if (ROOT / name).exists()] == []
+
+
 def test_the_package_is_a_stack_of_followable_imports():
     checked = list(modules(ROOT))
     assert len(checked) > 60  # the whole package was read (about 80 modules), not an empty glob
