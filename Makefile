@@ -12,27 +12,30 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0
 APT_INSTALL = echo "installing $(1) (Debian packages, apt)"; $(APT) update >/dev/null && \
 	$(APT) install --no-install-recommends $(1) >/dev/null
-BUILD := firmware/build
+FW := quco/firmware
+BUILD := $(FW)/build
 ELF := $(BUILD)/quco.elf
 # -fschedule-insns -fsched-pressure: -Os leaves out the pre-allocation scheduler; with it
 # loads move away from their uses (CV32E40P load-use stall) and the ROM does not grow:
 # cached relaunch 248 -> 234 cycles, 4 B less ROM (docs/cost-model.md).
 CFLAGS := -march=rv32imf -mabi=ilp32f -Os -flto -ffp-contract=off -ffreestanding -fno-builtin \
-          -nostdlib -Wall -Wextra -Werror -std=c11 -g -Ifirmware/include \
+          -nostdlib -Wall -Wextra -Werror -std=c11 -g -I$(FW)/include \
           -fno-common -ffunction-sections -fdata-sections -msmall-data-limit=0 \
           -fschedule-insns -fsched-pressure
 # the same ELF from any checkout folder: debug info names the sources relative to it
 REPRO := -ffile-prefix-map=$(CURDIR)=. -Wa,--debug-prefix-map,$(CURDIR)=.
 CFLAGS += $(REPRO)
-LDFLAGS := -Wl,--gc-sections -Wl,-T,firmware/quco.ld -Wl,-Map,$(BUILD)/quco.map
+LDFLAGS := -Wl,--gc-sections -Wl,-T,$(FW)/quco.ld -Wl,-Map,$(BUILD)/quco.map
 # in name order (algorithm.c first): LTO lays the code out in the order of the sources, and
 # with algorithm.c after main.c the ROM grows by 28 bytes, the counts unchanged
-FW_SRC := $(wildcard firmware/src/*.c)
+FW_SRC := $(wildcard $(FW)/src/*.c)
 # crt0 is assembled to an object of its own: assembled inside the link command it would leave
 # a temporary file's random name (ccXXXXXX.o) in the ELF's symbol table, so two builds of the
 # same sources would differ (the ROM bytes did not; the ELF now does not either)
 CRT0 := $(BUILD)/crt0.o
-GENERATED := firmware/include/quco_abi.h firmware/regions.ld docs/abi-tables.md
+GENERATED := $(FW)/include/quco_abi.h $(FW)/regions.ld docs/abi-tables.md
+# codegen also writes the launch record's bounds into the kernel schema (the firmware does not read it)
+CODEGEN := $(GENERATED) quco/host/kernel.schema.json
 
 .PHONY: all firmware toolchain gdb cc venv venv-test demo test bench fuzz clean
 all: firmware
@@ -43,7 +46,7 @@ toolchain:
 gdb:
 	@command -v gdb-multiarch >/dev/null || { $(call APT_INSTALL,gdb-multiarch); }
 
-# The C compiler pip builds emulator/_fastcount.c with (Python's own CC, as setuptools picks
+# The C compiler pip builds quco/emulator/_fastcount.c with (Python's own CC, as setuptools picks
 # it): without one the install still works, with the Python hooks (2.7 times slower), so
 # every make target brings one; a pip install elsewhere treats it as optional (README).
 HOST_CC = $(firstword $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("CC") or "cc")' 2>/dev/null) cc)
@@ -53,8 +56,8 @@ cc:
 venv: $(VENV)/.installed
 venv-test: $(VENV)/.installed-test
 # PYTHONWARNINGS: setuptools' note that an editable install's finder may prefer a folder named
-# like the package in the working directory; there is no quco/ folder, so it says nothing here
-$(VENV)/.installed: pyproject.toml setup.py emulator/_fastcount.c | cc
+# like the package in the working directory; quco/ is that folder, the same files, so it is moot
+$(VENV)/.installed: pyproject.toml setup.py quco/emulator/_fastcount.c | cc
 	@command -v $(PYTHON) >/dev/null && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
 	  $(call APT_INSTALL,python3-venv); }
 	$(PYTHON) -m venv $(VENV)
@@ -66,26 +69,26 @@ $(VENV)/.installed: pyproject.toml setup.py emulator/_fastcount.c | cc
 	@rm -f $(VENV)/.installed-test
 	touch $@
 
-# the test runner and what only tests use (pytest, hypothesis, onnx, onnxruntime, pyarrow)
+# the test runner, the linter and what only tests use (pytest, ruff, hypothesis, onnx, onnxruntime, pyarrow)
 $(VENV)/.installed-test: $(VENV)/.installed
-	@echo "pip: installing the [test] extra into $(VENV) (pytest, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
+	@echo "pip: installing the [test] extra into $(VENV) (pytest, ruff, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-# One run writes all three; it rewrites only files whose content changed, so touch them all
+# One run writes all four; it rewrites only files whose content changed, so touch them all
 # to record that they are current (the files are committed; setup.py builds from them).
-$(GENERATED) &: gst/abi.py gst/codegen.py | venv
+$(CODEGEN) &: quco/gst/abi.py quco/gst/codegen.py | venv
 	$(BIN)/python -m quco.gst.codegen
-	@touch $(GENERATED)
+	@touch $(CODEGEN)
 
 firmware: $(ELF)
 # the Makefile is a prerequisite because CFLAGS live in it
-$(CRT0): firmware/src/crt0.S $(GENERATED) Makefile | toolchain
+$(CRT0): $(FW)/src/crt0.S $(GENERATED) Makefile | toolchain
 	@mkdir -p $(BUILD)
 	$(CROSS)gcc $(CFLAGS) -c $< -o $@
 
-$(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard firmware/include/*.h) $(GENERATED) \
-                                               firmware/quco.ld Makefile | toolchain
+$(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard $(FW)/include/*.h) $(GENERATED) \
+                                               $(FW)/quco.ld Makefile | toolchain
 	@mkdir -p $(BUILD)
 	$(CROSS)gcc $(CFLAGS) $(FW_SRC) $(CRT0) $(LDFLAGS) -lgcc -o $(ELF)
 	$(CROSS)objcopy -O binary $(ELF) $(BUILD)/quco.bin
@@ -93,9 +96,11 @@ $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard firm
 	@$(CROSS)size $(ELF)
 
 demo: venv firmware
-	$(BIN)/quco-emu launch examples/kernels/matrix-matrix.json
+	$(BIN)/quco-emu launch quco/examples/kernels/matrix-matrix.json
 
+# lint first (pyproject.toml: the rules and why), then the suite
 test: venv-test firmware gdb
+	$(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest -q
 
 bench: venv firmware

@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     con = Console(width=None if sys.stdout.isatty() else 130)
     elf_path = firmware_path()
-    kernels = [load_kernel(p) for p in sorted((ROOT / "examples" / "kernels").glob("*.json"))]
+    kernels = [load_kernel(p) for p in sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))]
     t, stack, boots = cost_table(kernels, args.profile, args.clock, elf_path)
     con.print(t)
     s = sizes(elf_path)
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     for gpu, boot in boots.items():  # the GST's CRC and the boot-time merit table
         con.print(f"boot on {gpu}: {boot.instructions:,} instructions, {boot.cycles:,} cycles, "
                   f"{boot.ns:,.0f} ns, {boot.energy_nj:.2f} nJ")
-    mm = load_kernel(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+    mm = load_kernel(ROOT / "quco" / "examples" / "kernels" / "matrix-matrix.json")
     t, lines = speed_table(mm, args.profile, elf_path, args.seconds)
     con.print(t)
     con.print(f"measured with the {fastcount.describe()}")  # the targets assume the C hooks

@@ -1,5 +1,5 @@
 """How robust the calibration is, varying one open constant (or the pair of cost weights) at
-a time around the shipped values of gst/abi.py, with the reference model (the firmware
+a time around the shipped values of quco/gst/abi.py, with the reference model (the firmware
 matches it bit for bit).
 
     .venv/bin/python bench/calibrate.py           # against the paper: R9 Nano Table III
@@ -127,7 +127,7 @@ def main() -> int:
     con = Console(width=None if sys.stdout.isatty() else 130)
     if "--model" in sys.argv[1:]:
         return main_model(con)
-    kernels = {(gpu, n): load_kernel(ROOT / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
+    kernels = {(gpu, n): load_kernel(ROOT / "quco" / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
                for gpu in ("r9-nano", "mi100") for n in KERNELS}
     base = {gpu: tables.unpack(tables.load(gpu)) for gpu in ("r9-nano", "mi100")}
     gsts = {gpu: tables.pack(g) for gpu, g in base.items()}

@@ -25,10 +25,10 @@ from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "kernels"
+EXAMPLES = ROOT / "quco" / "examples" / "kernels"
 def _paper_fine_tuned() -> dict:
     """The paper's Fine-Tuned column (tile / slots; one slot count, read as the streaming queues'),
-    {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (paper/claims.toml): the
+    {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (quco/paper/claims.toml): the
     paper's data has one copy in the project."""
     out: dict = {}
     for c in claims.load():
@@ -187,7 +187,7 @@ def fit() -> None:
 
 
 def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
-    """The H100 constants refitted from the measurements (perfmodel/fit.py; the preset holds
+    """The H100 constants refitted from the measurements (quco/perfmodel/fit.py; the preset holds
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
     without a family, the model predicts it."""
     from quco.perfmodel import fit as hwfit, hardware as hw

@@ -79,7 +79,7 @@ def scan_best(gst: bytes, kernel) -> int:
 def main(argv: list[str]) -> int:
     out = Console(highlight=False, width=150)
     g0 = tables.unpack(tables.load(GPU))
-    layers = load(ROOT / "examples" / "workloads" / "whisper-tiny.json").layers
+    layers = load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json").layers
     linears = [lay for lay in layers if lay.type.startswith("FC")]
     fc5 = linears[4]
     encoder = {lay.type: lay for lay in layers[:8]}.values()   # conv1, conv2, one of each linear shape

@@ -13,7 +13,7 @@ Half the records are fuzz.shaped launches: the queue shapes the algorithm branch
 moved to a decision boundary of the model (Little's rounding points and others) a third of
 the time. Then the same GSTs and records go through the firmware's C built for the host with
 gcov (bench/fuzz_coverage.py): its answers must equal the emulator's, byte for byte, and it
-prints the branches of firmware/src/*.c the campaign reached and lists each one it did not
+prints the branches of quco/firmware/src/*.c the campaign reached and lists each one it did not
 (--no-coverage skips it; expected: none but the documented ones of docs/testing.md).
 
 Then `--file-cases` mutated kernel.json, GST (.toml and .gst) and timing-profile files (byte
@@ -120,7 +120,7 @@ def coverage(con, batches) -> int:
         bad = fuzz_coverage.mismatches(batches, host)
         found = fuzz_coverage.branches(Path(folder))
     launches = sum(len(b.records) for b in batches)
-    t = Table(title=f"branches of firmware/src/*.c reached (gcov, host build, {launches:,} launches, "
+    t = Table(title=f"branches of quco/firmware/src/*.c reached (gcov, host build, {launches:,} launches, "
                     f"{time.perf_counter() - t0:.0f} s)")
     for col in ("file", "branches", "reached", "unreachable (documented)", "not reached"):
         t.add_column(col, justify="left" if col == "file" else "right")

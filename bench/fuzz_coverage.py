@@ -1,4 +1,4 @@
-"""Branch coverage of firmware/src/*.c under a fuzzing campaign (bench/fuzz.py): the same C
+"""Branch coverage of quco/firmware/src/*.c under a fuzzing campaign (bench/fuzz.py): the same C
 built for the host with gcov (`gcc --coverage -O0`, bench/fuzz_host.c plays the mailbox), fed
 the GSTs and records the campaign ran on the emulator. Its answers (boot status, every
 launch's status, detail, generation, cache hit and configuration bytes) must equal the
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted((ROOT / "firmware" / "src").glob("*.c"))
-CFLAGS = ["-O0", "-std=gnu11", "-ffp-contract=off", "-fno-builtin", "-w", f"-I{ROOT / 'firmware' / 'include'}"]
+SOURCES = sorted((ROOT / "quco" / "firmware" / "src").glob("*.c"))
+CFLAGS = ["-O0", "-std=gnu11", "-ffp-contract=off", "-fno-builtin", "-w", f"-I{ROOT / 'quco' / 'firmware' / 'include'}"]
 
 # Branches no input reaches, with the reason (docs/testing.md, "Branch coverage"): (file, source
 # text of the line, branch index). Each is checked to still be unreached and still be there.
 UNREACHABLE: dict[tuple[str, str, int], str] = {
-    ("firmware/src/gst.c", "static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }", 1):
+    ("quco/firmware/src/gst.c", "static int is_pow2(uint32_t v) { return v && !(v & (v - 1)); }", 1):
         "is_pow2(0): every power-of-two field's range check (lo >= 16) runs first, so the shape "
         "rules never see a zero; the helper stays total (defensive)",
 }
@@ -99,7 +99,7 @@ def mismatches(emulated: list[Batch], host: list[Batch]) -> list[str]:
 
 @dataclass
 class Branch:
-    file: str      # firmware/src/NAME.c
+    file: str      # quco/firmware/src/NAME.c
     line: int
     index: int     # of the line's branches, in gcov's order (at -O0: each condition's two ways)
     of: int
@@ -112,7 +112,7 @@ class Branch:
 
 
 def branches(folder: Path) -> list[Branch]:
-    """Every branch of firmware/src/*.c with the times gcov counted it taken."""
+    """Every branch of quco/firmware/src/*.c with the times gcov counted it taken."""
     out = []
     for src in SOURCES:
         gcda = folder / f"{src.stem}.gcda"
@@ -124,10 +124,10 @@ def branches(folder: Path) -> list[Branch]:
         for doc in (json.loads(t) for t in done.stdout.splitlines() if t.strip()):
             for f in doc["files"]:
                 if Path(f["file"]).resolve() != src.resolve():
-                    continue  # quco.h's inline helpers: not firmware/src
+                    continue  # quco.h's inline helpers: not quco/firmware/src
                 for ln in f["lines"]:
                     bs = ln["branches"]
                     for i, b in enumerate(bs):
-                        out.append(Branch(f"firmware/src/{src.name}", ln["line_number"], i, len(bs), b["count"],
+                        out.append(Branch(f"quco/firmware/src/{src.name}", ln["line_number"], i, len(bs), b["count"],
                                           lines[ln["line_number"] - 1]))
     return out

@@ -1,4 +1,4 @@
-/* The firmware's C (firmware/src/*.c, unchanged) on the host, for branch coverage (gcov):
+/* The firmware's C (quco/firmware/src/*.c, unchanged) on the host, for branch coverage (gcov):
  * bench/fuzz.py builds it with --coverage and feeds it the GSTs and launch records its campaign
  * ran on the emulator, then holds its answers to the emulator's, byte for byte.
  *

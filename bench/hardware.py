@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/hardware.py [FILE.csv] [--gpu h100-sxm] [--plot DIR] [--no-quco]
 
-FILE is a measurement file in the format of examples/hardware/h100-tma-sweep.csv (default:
+FILE is a measurement file in the format of quco/examples/hardware/h100-tma-sweep.csv (default:
 that file). Per kernel x size: Spearman rank correlation of the model's and the measured
 times, the measured cost of the model's best configuration and of QuCo's firmware pick
 (over the measured best), the median relative error of the predicted time, and how many

@@ -12,10 +12,10 @@ from pathlib import Path
 from quco.gst import abi, tables
 
 ROOT = Path(__file__).resolve().parent.parent
-MM = str(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+MM = str(ROOT / "quco" / "examples" / "kernels" / "matrix-matrix.json")
 KERNEL = {"name": "k", "compute_intensity": 1.0, "queues": [{"type": "streaming", "length": 1024, "elem_size": 2}]}
 PRESET = (tables.PRESET_DIR / "r9-nano.toml").read_text()
-PROFILE = (ROOT / "emulator" / "profiles" / "cv32e40p.toml").read_text()
+PROFILE = (ROOT / "quco" / "emulator" / "profiles" / "cv32e40p.toml").read_text()
 GOOD_GST = tables.load("r9-nano")
 BAD_CRC = GOOD_GST[:20] + bytes([GOOD_GST[20] ^ 1]) + GOOD_GST[21:]
 SPECIAL = {"/dev/zero": "not a regular file", "/dev/urandom": "not a regular file", "{fifo}": "not a regular file",
@@ -271,7 +271,7 @@ def option_cases():
 
 
 def workload_cases():
-    w = str(ROOT / "examples" / "workloads" / "whisper-tiny-types.json")
+    w = str(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-types.json")
     for path, words in SPECIAL.items():
         for cmd in (["run", path], ["run", w, "--dvfs", path], ["run", w, "--gpu", path],
                     ["import", path, "-o", "{out}"]):

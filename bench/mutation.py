@@ -6,10 +6,9 @@ input layer and the reference model does `make test`'s suite catch?
                                        [--timeout 3600] [--keep DIR]
 
 mutmut runs the tests in-process with its mutated copy first on sys.path, so the copy must be
-importable under the names the tests use (`quco.host.kernel`). The repository maps those names
-to host/, gst/, ... through setup.py's package map, which mutmut does not see; this script
-therefore stages the package in its installed layout (quco/host, quco/gst, ...) in a temporary
-folder with the tests, the examples and a setup.cfg holding mutmut's settings, runs
+importable under the names the tests use (`quco.host.kernel`): this script stages the package
+folder quco/ (with the examples inside it) in a temporary folder with the tests and a
+setup.cfg holding mutmut's settings, runs
 `mutmut run` there and prints killed, survived, timed out and untested mutants per module
 with the score killed / (killed + survived + timeout... counted as killed). Needs mutmut
 (pip install mutmut) and the firmware (make firmware): the tests run it.
@@ -20,7 +19,6 @@ import argparse
 import collections
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -29,9 +27,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# setup.py's package map: quco.X is the folder X/
-PACKAGES = re.search(r"PACKAGES = \(([^)]*)\)", (ROOT / "setup.py").read_text()).group(1)
-PACKAGE = {name: f"quco/{name}" for name in re.findall(r'"(\w+)"', PACKAGES)}
 MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
            "perfmodel/work.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
@@ -45,19 +40,16 @@ TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_inp
 
 
 def staged(path: str) -> str:
-    """Where a repository file lives in the installed layout: host/kernel.py -> quco/host/kernel.py."""
-    best = max((src for src in PACKAGE if path.startswith(src + "/")), key=len)
-    return PACKAGE[best] + path[len(best):]
+    """A module named inside the package, host/kernel.py, as the checkout names it: quco/host/kernel.py."""
+    return path if path.startswith("quco/") else f"quco/{path}"
 
 
 def stage(folder: Path, modules: list[str], tests: list[str]) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for src, dst in PACKAGE.items():
-        shutil.copytree(ROOT / src, folder / dst, ignore=ignore, dirs_exist_ok=True)
-    for extra in ("tests", "examples"):
-        shutil.copytree(ROOT / extra, folder / extra, ignore=ignore)
+    for part in ("quco", "tests"):
+        shutil.copytree(ROOT / part, folder / part, ignore=ignore)
     lines = ["[mutmut]", "source_paths = quco", "only_mutate ="] + [f"    {staged(m)}" for m in modules]
-    lines += ["also_copy =", "    tests", "    examples", "pytest_add_cli_args_test_selection ="]
+    lines += ["also_copy =", "    tests", "pytest_add_cli_args_test_selection ="]
     lines += [f"    {t}" for t in tests]
     (folder / "setup.cfg").write_text("\n".join(lines) + "\n")
 
@@ -74,7 +66,7 @@ def main(argv=None) -> int:
     if not mutmut:
         print("mutmut is not installed: .venv/bin/pip install mutmut")
         return 2
-    firmware = ROOT / "firmware" / "build" / "quco.elf"
+    firmware = ROOT / "quco" / "firmware" / "build" / "quco.elf"
     if not firmware.exists():
         print(f"{firmware} is missing: make firmware")
         return 2

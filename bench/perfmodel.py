@@ -10,7 +10,7 @@
    1 s at any grid size; the cost is steady state plus first and last waves), with the
    per-work-group time of the fastest configuration at both;
 4. `quco-emu run whisper-tiny.json` with baselines (issue #29: a few seconds);
-5. the search's space and method (perfmodel/space.py, issue #35): its bound in evaluations, each
+5. the search's space and method (quco/perfmodel/space.py, issue #35): its bound in evaluations, each
    preset x bundled kernel and every layer shape of the bundled workloads (size, method,
    evaluations, seconds), the coordinate descent's distance to the exhaustive answer wherever
    the exhaustive one runs, and the 8- and 16-distinct-queue cases.
@@ -35,7 +35,7 @@ from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = sorted((ROOT / "examples" / "kernels").glob("*.json"))
+KERNELS = sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))
 
 
 def one_evaluation():
@@ -90,8 +90,8 @@ def grid_sizes():
 
 def whisper():
     print("quco-emu run whisper-tiny.json with baselines (target: a few seconds):")
-    wl = ROOT / "examples" / "workloads" / "whisper-tiny.json"
-    t, c = time.perf_counter(), time.process_time()
+    wl = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json"
+    t = time.perf_counter()
     r = subprocess.run([str(Path(sys.executable).with_name("quco-emu")), "run", str(wl)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     res = os.times()
@@ -117,7 +117,7 @@ def _distinct(n: int, length: int) -> Work:
 def search_spaces():
     from quco.perfmodel import space
     from quco.workloads import format as wformat
-    print(f"search spaces (perfmodel/space.py): exhaustive up to {space.EXHAUSTIVE_MAX:,} fitting configurations, "
+    print(f"search spaces (quco/perfmodel/space.py): exhaustive up to {space.EXHAUSTIVE_MAX:,} fitting configurations, "
           f"else coordinate descent ({space.SWEEPS} sweeps at most); refused past {space.WORK_MAX:,} tiles walked")
     print("  the bound: at most tiles x (slots + sweeps x runs x (slots - 1)) evaluations = "
           f"{8 * (8 + space.SWEEPS * 16 * 7):,} for 16 distinct queues; seconds below are this machine's")
@@ -126,8 +126,8 @@ def search_spaces():
           "the exhaustive one")
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = ROOT / "examples" / "kernels" / gpu
-        for path in sorted((own if own.is_dir() else ROOT / "examples" / "kernels").glob("*.json")):
+        own = ROOT / "quco" / "examples" / "kernels" / gpu
+        for path in sorted((own if own.is_dir() else ROOT / "quco" / "examples" / "kernels").glob("*.json")):
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             search.evaluate.cache_clear()
@@ -143,7 +143,7 @@ def search_spaces():
                   f"{heur.ranked[0].config.label(work):11s} {gap:+.3f}%")
     print(f"  descent vs exhaustive, worst over every preset x bundled kernel: {worst:+.3f}%")
     print("  bundled workloads, each layer shape on its GPU (run's ATT/Fine-Tuned baselines):")
-    for path in sorted((ROOT / "examples" / "workloads").glob("*.json")):
+    for path in sorted((ROOT / "quco" / "examples" / "workloads").glob("*.json")):
         w = wformat.load(str(path))
         g = tables.unpack(tables.load(w.gpu or "r9-nano"))
         shapes = {lay.type: lay.kernel for lay in w.layers}

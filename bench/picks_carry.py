@@ -77,7 +77,7 @@ def pick(gst: bytes, kernel, flags: int = 0) -> tuple[int, int]:
 
 
 def table3_kernels() -> dict:
-    return {(gpu, n): load_kernel(ROOT / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
+    return {(gpu, n): load_kernel(ROOT / "quco" / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
             for gpu in TABLE_III for n in KERNELS}
 
 
@@ -130,9 +130,9 @@ def logo(kernels: dict) -> list[tuple]:
 
 def fig9() -> None:
     from quco.workloads.format import load
-    fcs = [layer for layer in load(ROOT / "examples" / "workloads" / "whisper-tiny.json").layers
+    fcs = [layer for layer in load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json").layers
            if layer.type.startswith("FC")]
-    conv2 = next(la for la in load(ROOT / "examples" / "workloads" / "whisper-tiny-types.json").layers
+    conv2 = next(la for la in load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-types.json").layers
                  if la.name == "Conv1d-2")
     print("\n3. Fig. 9 (QuCo: Conv1d-2 1024/2, FC-3 and FC-4 256/2)")
     for gpu in TABLE_III:
@@ -154,7 +154,7 @@ def h100(gst: bytes, label: str, rows: list[dict], rules: str) -> None:
     print(f"\n4. H100 measured, {rules} ({label}): QuCo's pick over the measured best")
     ratios = {}
     for kernel, stem in H100_STEMS.items():
-        k = load_kernel(ROOT / "examples" / "kernels" / f"{stem}.json")
+        k = load_kernel(ROOT / "quco" / "examples" / "kernels" / f"{stem}.json")
         t, s = pick(gst, k, RULES[rules])
         if kernel == "Matrix-Matrix":  # one A transfer of the sweep = a tile of each of the 8 row queues
             t *= sum(1 for q in k.queues if q[1] == abi.QUEUE_STREAMING)

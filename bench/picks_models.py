@@ -35,7 +35,7 @@ def whole_model(gpu: str, name: str) -> dict:
     gst = tables.load(gpu)
     g = tables.unpack(gst)
     g_items = gst_key(g)
-    layers = load(ROOT / "examples" / "workloads" / f"{name}.json").layers
+    layers = load(ROOT / "quco" / "examples" / "workloads" / f"{name}.json").layers
     out = {}
     for label, flags in RULES.items():
         quco = fine = 0.0

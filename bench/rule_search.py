@@ -30,7 +30,7 @@ alternatives for each open choice and counts, for every combination, how many of
 
 The search emulates the planner in float64 (rankings only; ties are far from float32's
 rounding); at the end the shipped rule set's emulation is checked against the reference model
-(host/reference.py, which the firmware matches bit for bit) on all 16 picks.
+(quco/host/reference.py, which the firmware matches bit for bit) on all 16 picks.
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Case:
     def __init__(self, gpu: str, name: str):
         self.gpu, self.name, self.want = gpu, name, TABLE_III[gpu][KERNELS.index(name)]
         self.g = tables.unpack(tables.load(gpu))
-        path = ROOT / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{name}.json"
+        path = ROOT / "quco" / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{name}.json"
         self.kernel = load_kernel(path)
         q = self.kernel.queues
         self.stream = [(n, e) for n, t, e in q if t == abi.QUEUE_STREAMING]

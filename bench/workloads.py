@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = ROOT / "examples" / "workloads"
+WORKLOADS = ROOT / "quco" / "examples" / "workloads"
 ALL = ("whisper-tiny", "t5-small", "albert-v2", "norm-project", "attention-score", "residual-mlp")
 
 

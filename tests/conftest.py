@@ -20,7 +20,7 @@ settings.register_profile("fuzz", derandomize=False, deadline=None, max_examples
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES_DIR = ROOT / "examples" / "kernels"          # the bundled Table I kernels
+EXAMPLES_DIR = ROOT / "quco" / "examples" / "kernels"          # the bundled Table I kernels
 EXAMPLE_KERNELS = sorted(EXAMPLES_DIR.glob("*.json"))  # the R9 Nano's (Table III sizes)
 ALL_EXAMPLE_KERNELS = sorted(EXAMPLES_DIR.rglob("*.json"))  # + mi100/ and radeon-530/ at their sizes
 MM_KERNEL = EXAMPLES_DIR / "matrix-matrix.json"        # the 9-queue Matrix-Matrix kernel

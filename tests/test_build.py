@@ -6,7 +6,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CC = ["riscv64-unknown-elf-gcc", "-march=rv32imf", "-mabi=ilp32f", "-Os", "-nostdlib", "-ffreestanding",
-      "-Wl,-T,firmware/quco.ld", str(ROOT / "firmware" / "src" / "crt0.S")]
+      "-Wl,-T,quco/firmware/quco.ld", str(ROOT / "quco" / "firmware" / "src" / "crt0.S")]
 
 
 def link(tmp_path, c_source: str):
@@ -41,7 +41,7 @@ def test_two_builds_of_the_same_sources_give_the_same_elf(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         elves.append((tmp_path / name / "quco.elf").read_bytes())
-    assert elves[0] == elves[1] == (ROOT / "firmware" / "build" / "quco.elf").read_bytes()
+    assert elves[0] == elves[1] == (ROOT / "quco" / "firmware" / "build" / "quco.elf").read_bytes()
 
 
 def test_the_elf_does_not_depend_on_the_checkout_folder(tmp_path):
@@ -49,14 +49,15 @@ def test_the_elf_does_not_depend_on_the_checkout_folder(tmp_path):
     information names sources relative to the checkout (Makefile: REPRO), not by its path."""
     import shutil
     copy = tmp_path / "elsewhere" / "checkout"
-    shutil.copytree(ROOT / "firmware", copy / "firmware", ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(ROOT / "quco" / "firmware", copy / "quco" / "firmware", ignore=shutil.ignore_patterns("build"))
     shutil.copy2(ROOT / "Makefile", copy / "Makefile")
     # the generated headers are committed; assume them current (-o) instead of regenerating
     # them, which needs the whole package
-    keep = [a for f in ("firmware/include/quco_abi.h", "firmware/regions.ld", "docs/abi-tables.md", "toolchain")
+    keep = [a for f in ("quco/firmware/include/quco_abi.h", "quco/firmware/regions.ld", "docs/abi-tables.md",
+                     "quco/host/kernel.schema.json", "toolchain")
             for a in ("-o", f)]
     r = subprocess.run(["make", "-s", *keep, "firmware"], cwd=copy, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    elf = (copy / "firmware" / "build" / "quco.elf").read_bytes()
+    elf = (copy / "quco" / "firmware" / "build" / "quco.elf").read_bytes()
     assert str(tmp_path).encode() not in elf
-    assert elf == (ROOT / "firmware" / "build" / "quco.elf").read_bytes()
+    assert elf == (ROOT / "quco" / "firmware" / "build" / "quco.elf").read_bytes()

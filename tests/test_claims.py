@@ -81,7 +81,7 @@ def test_ci_scaling_off_gives_mm_reduction_the_papers_1024_or_2048(devices):
     assert tile in (1024, 2048) and slots in (4, 8)
 
 
-WHISPER_TYPES = ROOT / "examples" / "workloads" / "whisper-tiny-types.json"
+WHISPER_TYPES = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-types.json"
 
 
 def whisper_layers():
@@ -108,7 +108,7 @@ def test_dvfs_reaches_the_unit_and_firmware_agrees_at_every_clock(devices, stem)
 
 
 FIG_9 = {"Conv1d-2": (1024, 2), "FC-3": (256, 2), "FC-4": (256, 2)}  # QuCo's Whisper-Tiny picks
-WHISPER = ROOT / "examples" / "workloads" / "whisper-tiny.json"
+WHISPER = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json"
 
 
 def paper_fc(n: int):

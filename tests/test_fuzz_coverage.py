@@ -5,7 +5,6 @@ import importlib.util
 import random
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -60,7 +59,7 @@ def test_the_host_build_answers_as_the_emulator(cov, elf_path):
     assert sum(len(b.records) for b in host) == sum(len(b.records) for b in batches) > 200
     assert any(a[3] for b in host for a in b.answers)  # cache hits were served
     found = mod.branches(folder)
-    assert {b.file for b in found} == {f"firmware/src/{p.name}" for p in mod.SOURCES}
+    assert {b.file for b in found} == {f"quco/firmware/src/{p.name}" for p in mod.SOURCES}
     assert any(b.count for b in found) and any(not b.count for b in found)  # reached and not (boot's rarer refusals)
 
 

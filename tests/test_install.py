@@ -79,7 +79,7 @@ def test_launch_a_bundled_example_from_an_empty_folder(installed):
     r = run(installed, "quco-emu", "launch", path, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    kernel = load_kernel(ROOT / "examples" / "kernels" / "matrix-matrix.json")
+    kernel = load_kernel(ROOT / "quco" / "examples" / "kernels" / "matrix-matrix.json")
     model = reference.configure(tables.load("r9-nano"), kernel.record())
     assert doc["status"] == "OK" and doc["tile"] == model.tile
     assert [q["slots"] for q in doc["queues"]] == model.slots
@@ -106,7 +106,7 @@ def test_diff_every_preset_and_bundled_example(installed):
     # the last column, "agree", of each table row (a long kernel name wraps onto a second line)
     agree = [cells[-2].strip() for cells in (line.split("│") for line in r.stdout.splitlines())
              if len(cells) > 5 and cells[-2].strip()]
-    expected = len(tables.preset_names()) * len(list((ROOT / "examples" / "kernels").glob("*.json")))
+    expected = len(tables.preset_names()) * len(list((ROOT / "quco" / "examples" / "kernels").glob("*.json")))
     assert agree == ["yes"] * expected
 
 
@@ -128,5 +128,5 @@ def test_the_papers_scorecard_from_the_wheel(installed):
     r = run(installed, "quco-emu", "paper", "--claims", "table3-mi100-quco-matrix-vector", "--workers", "1", "--json")
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
-    kernel = load_kernel(ROOT / "examples" / "kernels" / "mi100" / "matrix-vector.json")
+    kernel = load_kernel(ROOT / "quco" / "examples" / "kernels" / "mi100" / "matrix-vector.json")
     assert row["value"]["tile"] == reference.configure(tables.load("mi100"), kernel.record()).tile

@@ -117,7 +117,7 @@ def test_imported_whisper_types_run_as_the_bundled_types(elf_path):
     types_doc = {"name": "imported types", "layer_types": doc["layer_types"],
                  "layers": [{"name": t, "type": t} for t in first]}
     ours = format.parse(types_doc)
-    bundled = format.load(ROOT / "examples" / "workloads" / "whisper-tiny-types.json")
+    bundled = format.load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-types.json")
     assert [l.kernel.queues for l in ours.layers] == [l.kernel.queues for l in bundled.layers]
     mine, theirs = _run(ours), _run(bundled)
     assert mine["cache_hit_rate"] == theirs["cache_hit_rate"]
@@ -128,8 +128,8 @@ def test_imported_whisper_types_run_as_the_bundled_types(elf_path):
 def test_the_kv_cache_whisper_is_what_a_generation_loop_launches():
     """whisper-tiny-kv-cache.json: the encoder (2 + 4 x 6), the first step (4 x 10 + proj_out), 19
     steps with cross-attention k and v from the cache (4 x 8 + proj_out); whisper-tiny.json's types."""
-    w = format.load(ROOT / "examples" / "workloads" / "whisper-tiny-kv-cache.json")
-    paper = format.load(ROOT / "examples" / "workloads" / "whisper-tiny.json")
+    w = format.load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-kv-cache.json")
+    paper = format.load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json")
     assert len(w.layers) == 2 + 4 * 6 + (4 * 10 + 1) + 19 * (4 * 8 + 1) == 694
     assert w.types() == paper.types()
     count = {t: sum(l.type == t for l in w.layers) for t in w.types()}

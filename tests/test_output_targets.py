@@ -5,11 +5,9 @@ privileges): regular and missing files are written atomically, a symbolic link i
 stays a link, a FIFO is written through to its reader, a character device is written through
 and never replaced (a private 1,7 device, /dev/full: "No space left on device", exit 2), a
 folder is refused with exit 2 naming it."""
-import ast
 import json
 import os
 import pwd
-import re
 import shutil
 import stat
 import subprocess
@@ -111,7 +109,6 @@ print(json.dumps(results))
 
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-PACKAGES = ast.literal_eval(re.search(r"^PACKAGES = (\(.*?\))$", (CHECKOUT / "setup.py").read_text(), re.M).group(1))
 
 
 def stage_package(folder: Path) -> Path:
@@ -119,8 +116,7 @@ def stage_package(folder: Path) -> Path:
     its folder) laid out as installed, quco/X/, in `folder`, readable by every user: a checkout
     under a private folder (a clone in /root, mode 0700) is not, and the package reads its data
     files (presets, the firmware, the kernels) when a command runs, not at import."""
-    for name in PACKAGES:
-        shutil.copytree(CHECKOUT / name, folder / "quco" / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(CHECKOUT / "quco", folder / "quco", ignore=shutil.ignore_patterns("__pycache__"))
     for path in [folder, *folder.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IRGRP | stat.S_IROTH | (0o055 if path.is_dir() else 0))
     return folder
@@ -134,7 +130,7 @@ def run_as(uid: int, cases: list[dict]) -> dict:
     staged = ""
     if uid:
         staged = str(stage_package(Path(tempfile.mkdtemp(prefix="quco-staged-"))))
-        to_staged = lambda a: a.replace(f"{CHECKOUT}/", f"{staged}/quco/")  # noqa: E731
+        to_staged = lambda a: a.replace(f"{CHECKOUT}/", f"{staged}/")  # noqa: E731
         cases = [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]
     firsts = {}
     for i, c in enumerate(cases):  # each command once, into a folder of root's

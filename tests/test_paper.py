@@ -213,7 +213,8 @@ def test_kernel_measures_on_hand_made_rows(monkeypatch):
 def test_the_papers_pick_on_our_model_against_our_best(monkeypatch):
     src = {("kernel", "g", "a"): {**kernel_source("g", "a", {"ATT/Fine-Tuned": 100.0}),
                                   "by_pick": {"512/2": 100.0, "1024/2": 100.5, "512/4": 103.0}}}
-    gap = lambda tile, slots: measures.compute("pick_gap", src, {"gpu": "g", "kernel": "a", "tile": tile, "slots": slots})
+    def gap(tile, slots):
+        return measures.compute("pick_gap", src, {"gpu": "g", "kernel": "a", "tile": tile, "slots": slots})
     assert gap(512, 2) == pytest.approx(0.0) and gap(1024, 2) == pytest.approx(0.5) and gap(512, 4) == pytest.approx(3.0)
     within_1pct = claim("range", lo=0, hi=1, tolerance=2)
     assert [judge(within_1pct, gap(*p)) for p in ((1024, 2), (512, 4))] == [HOLDS, WITHIN]

@@ -97,7 +97,8 @@ def test_missing_cases_are_left_out_not_drawn_as_zero(tmp_path):
             for r in full if not (r["gpu"] == "MI100" and r["kernel"] == "Matrix-Matrix" and r["case"] == "QuCo")]
     _, svg_full = plots.fig6(full, tmp_path / "full")
     _, svg_some = plots.fig6(rows, tmp_path / "some")
-    bars = lambda svg: len(re.findall(r'<g id="patch_\d+">', svg.read_text()))
+    def bars(svg):
+        return len(re.findall(r'<g id="patch_\d+">', svg.read_text()))
     # 1 + 2 bars fewer; the geomeans of both cases remain (another kernel has them)
     assert bars(svg_full) - bars(svg_some) == 3
 

@@ -280,7 +280,7 @@ def test_the_fast_path_answers_what_the_full_check_answers(tmp_path):
         gst = tables.load(gpu)
         soc = Soc(image, gst, count=False)
         soc.boot()
-        for path in sorted((ROOT / "examples" / "kernels").glob("*.json")):
+        for path in sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json")):
             record = load_kernel(path).record()
             for _ in range(3):  # a cold launch, then cache hits through the fast path
                 before = soc.generation

@@ -16,7 +16,7 @@ from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 from quco.workloads import baselines, derive, dvfs, format, runner
 
-WORKLOADS = ROOT / "examples" / "workloads"
+WORKLOADS = ROOT / "quco" / "examples" / "workloads"
 MM = {"gemm": {"m": 1024, "k": 2048, "n": 128}}   # Table III Matrix-Matrix
 
 
@@ -247,7 +247,7 @@ def test_run_json_trace_and_plot(tmp_path, capsys):
 def test_a_bad_dvfs_trace_names_each_clock_and_its_range(tmp_path, capsys):
     """Trace files use kernel.json's rules: 1500.0 is no integer, 0 MHz is out of range."""
     trace = write(tmp_path, {"name": "t", "clocks_mhz": [1500.0, 0]}, "trace.json")
-    workload = ROOT / "examples" / "workloads" / "whisper-tiny-types.json"
+    workload = ROOT / "quco" / "examples" / "workloads" / "whisper-tiny-types.json"
     assert main(["run", str(workload), "--gpu", "mi100", "--dvfs", str(trace), "--no-baselines"]) == 2
     err = capsys.readouterr().err
     assert "clocks_mhz[0]: 1500.0 is written with a decimal point; expected integer 1 to 10000" in err

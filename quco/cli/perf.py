@@ -4,7 +4,6 @@ from the command line. cli/main.py registers these commands and maps errors to e
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 

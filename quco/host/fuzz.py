@@ -333,7 +333,7 @@ def _bisect(key, a: int, b: int, ka, kb) -> tuple[int, int]:
         if km == ka:
             a = m
         else:
-            b, kb = m, km
+            b = m
     return a, b
 
 

@@ -13,7 +13,6 @@ and its name) and the field, with the value and what is allowed:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import json
 import re

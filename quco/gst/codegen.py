@@ -1,8 +1,8 @@
 """Generate the firmware's view of the ABI from quco.gst.abi.
 
 `python -m quco.gst.codegen`, run in a source tree (make firmware does), writes
-firmware/include/quco_abi.h, firmware/regions.ld and docs/abi-tables.md, and the launch
-record's bounds in host/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
+quco/firmware/include/quco_abi.h, quco/firmware/regions.ld and docs/abi-tables.md, and the launch
+record's bounds in quco/host/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
 Generated text carries a content hash, never a timestamp, so rebuilds are byte-stable.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from . import abi
 
-HEADER = Path("firmware", "include", "quco_abi.h")  # paths in the source tree
-REGIONS = Path("firmware", "regions.ld")
+HEADER = Path("quco", "firmware", "include", "quco_abi.h")  # paths in the source tree
+REGIONS = Path("quco", "firmware", "regions.ld")
 TABLES_DOC = Path("docs", "abi-tables.md")
-KERNEL_SCHEMA = Path("host", "kernel.schema.json")  # its ABI bounds are written from here
+KERNEL_SCHEMA = Path("quco", "host", "kernel.schema.json")  # its ABI bounds are written from here
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -196,8 +196,8 @@ def record_check() -> list[str]:
     first = abi.LAUNCH_CHECKED.index(fault[0])
     if abi.LAUNCH_CHECKED[first:first + len(fault)] != tuple(fault) or any(f.detail != "offset" for f in fault):
         raise SystemExit("codegen: the launch header's RECORD_FIELD rules must be consecutive, detail the offset")
-    out = [f"/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
-           f" * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
+    out = ["/* The launch header's rules (abi.LAUNCH_CHECKED) that answer RECORD_FIELD, in order: the",
+           " * byte offset of the first field that breaks its rule, else QUCO_NO_FAULT */",
            f"#define QUCO_NO_FAULT 0x{NO_FAULT:x}u",
            "/* static, not inline: the compiler inlines each (called once) as it did the hand-written",
            " * check, with the same code, and the profiler names them as it did; unused: a source file",
@@ -369,8 +369,8 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated file is stale")
     ap.add_argument("--root", type=Path, default=Path("."), help="the source tree (default: here)")
     args = ap.parse_args(argv)
-    if not (args.root / "firmware" / "include").is_dir():
-        print(f"codegen: {args.root.resolve()} is not a QuCo source tree (no firmware/include/); "
+    if not (args.root / HEADER.parent).is_dir():
+        print(f"codegen: {args.root.resolve()} is not a QuCo source tree (no {HEADER.parent}/); "
               "run it at the repository's top or pass --root", file=sys.stderr)
         return 2
     texts = outputs(args.root)
