@@ -1,0 +1,229 @@
+"""Issue #28 part 5, workloads side: tests written for the survivors of the mutation campaign
+over workloads/ (bench/mutation.py; docs/testing.md, "Mutation campaign over workloads/").
+Each states its expectation independently of the code's formula: shapes, FLOPs, bytes and
+output sizes computed by hand in the comments, the unit's own CI classification (the
+reference model), and the derivation text `quco-emu run --explain` and `--json` show.
+"""
+import pytest
+
+from quco.gst import abi
+from quco.host import reference
+from quco.perfmodel.work import Work
+from quco.workloads import derive, format
+
+CLASS_WORD = {abi.CI_CLASS_LOW: "low", abi.CI_CLASS_MEDIUM: "medium", abi.CI_CLASS_HIGH: "high"}
+
+
+@pytest.fixture
+def fresh_derivations():
+    """format remembers derived layer types by body across workloads; a body derived earlier in
+    the session (or in mutmut's clean run) would be looked up, not derived, here."""
+    format._derived_by_body.cache_clear()
+    yield
+    format._derived_by_body.cache_clear()
+
+
+# ---------------------------------------------------------------- GEMM derivation text
+# Every number below is worked out by hand from the shapes (fp16: 2 B an element, 8 rows a
+# work-group); CI = 2 x batch x M K N / (2 B x batch x (MK + KN + MN)).
+GEMM_CASES = [
+    # a batch of 2: 2 x ceil(64/8) = 16 work-groups; 16 columns of B, each one pass;
+    # CI = 131,072 / (2 x 2 x 3,584 = 14,336) = 9.14286 > 4: high
+    ((64, 32, 16, 2), [
+        "GEMM C[64,16] = A[64,32] x B[32,16], batch 2",
+        "streamed operand: A (M rows); 8 of its rows per work-group -> 8 streaming queues of K = 32 elements",
+        "other operand: 1 stationary queue of K = 32 elements",
+        "work-groups = 2 x ceil(64 / 8) = 16",
+        "FLOPs per work-group = 2 x 8 x 32 x 16 = 8,192; output = 8 x 16 x 2 B = 256 B",
+        "data movement: 16 passes, one per column of the other operand; the 8 rows pass again each time "
+        "(L2 re-reads), each column is read by the 8 work-groups of its product",
+        "CI = 2 x 2 x 64 x 32 x 16 / (2 x 2 x (64x32 + 32x16 + 64x16)) = 131,072 / 14,336 = 9.14286 FLOPs/byte "
+        "(high, classified by the unit)"]),
+    # square, M = N: A is streamed (M >= N); CI = 3,456 / 864 = 4 exactly, not above CI_HIGH: medium
+    ((12, 12, 12, 1), [
+        "GEMM C[12,12] = A[12,12] x B[12,12]",
+        "streamed operand: A (M rows); 8 of its rows per work-group -> 8 streaming queues of K = 12 elements",
+        "other operand: 1 stationary queue of K = 12 elements",
+        "work-groups = 1 x ceil(12 / 8) = 2",
+        "FLOPs per work-group = 2 x 8 x 12 x 12 = 2,304; output = 8 x 12 x 2 B = 192 B",
+        "data movement: 12 passes, one per column of the other operand; the 8 rows pass again each time "
+        "(L2 re-reads), each column is read by the 2 work-groups of its product",
+        "CI = 2 x 1 x 12 x 12 x 12 / (2 x 1 x (12x12 + 12x12 + 12x12)) = 3,456 / 864 = 4 FLOPs/byte "
+        "(medium, classified by the unit)"]),
+    # 3 x 3 x 3: fewer rows than 8 (3 queues); CI = 54 / 54 = 1 exactly, not below CI_LOW: medium
+    ((3, 3, 3, 1), [
+        "GEMM C[3,3] = A[3,3] x B[3,3]",
+        "streamed operand: A (M rows); 3 of its rows per work-group -> 3 streaming queues of K = 3 elements",
+        "other operand: 1 stationary queue of K = 3 elements",
+        "work-groups = 1 x ceil(3 / 3) = 1",
+        "FLOPs per work-group = 2 x 3 x 3 x 3 = 54; output = 3 x 3 x 2 B = 18 B",
+        "data movement: 3 passes, one per column of the other operand; the 3 rows pass again each time "
+        "(L2 re-reads), each column is read by the 1 work-groups of its product",
+        "CI = 2 x 1 x 3 x 3 x 3 / (2 x 1 x (3x3 + 3x3 + 3x3)) = 54 / 54 = 1 FLOPs/byte (medium, classified by the unit)"]),
+    # one token through a 384 -> 1536 layer: N > M, B^T's 1,536 columns are streamed, a single
+    # pass; CI = 1,179,648 / (2 x 591,744 = 1,183,488) = 0.996755 < 1: low
+    ((1, 384, 1536, 1), [
+        "GEMM C[1,1536] = A[1,384] x B[384,1536]",
+        "streamed operand: B^T (N columns of B, the product transposed); 8 of its rows per work-group -> "
+        "8 streaming queues of K = 384 elements",
+        "other operand: 1 stationary queue of K = 384 elements",
+        "work-groups = 1 x ceil(1,536 / 8) = 192",
+        "FLOPs per work-group = 2 x 8 x 384 x 1 = 6,144; output = 8 x 1 x 2 B = 16 B",
+        "data movement: one pass; the stationary operand is read by the 192 work-groups of its product",
+        "CI = 2 x 1 x 1 x 384 x 1536 / (2 x 1 x (1x384 + 384x1536 + 1x1536)) = 1,179,648 / 1,183,488 "
+        "= 0.996755 FLOPs/byte (low, classified by the unit)"]),
+    # two columns of B: two passes, the smallest count that is more than one;
+    # CI = 8,192 / (2 x (2,048 + 64 + 128) = 4,480) = 1.82857
+    ((64, 32, 2, 1), [
+        "GEMM C[64,2] = A[64,32] x B[32,2]",
+        "streamed operand: A (M rows); 8 of its rows per work-group -> 8 streaming queues of K = 32 elements",
+        "other operand: 1 stationary queue of K = 32 elements",
+        "work-groups = 1 x ceil(64 / 8) = 8",
+        "FLOPs per work-group = 2 x 8 x 32 x 2 = 1,024; output = 8 x 2 x 2 B = 32 B",
+        "data movement: 2 passes, one per column of the other operand; the 8 rows pass again each time "
+        "(L2 re-reads), each column is read by the 8 work-groups of its product",
+        "CI = 2 x 1 x 64 x 32 x 2 / (2 x 1 x (64x32 + 32x2 + 64x2)) = 8,192 / 4,480 = 1.82857 FLOPs/byte "
+        "(medium, classified by the unit)"]),
+]
+
+
+@pytest.mark.parametrize("shape,expected", GEMM_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else "")
+def test_gemm_derivation_states_the_hand_computed_numbers(shape, expected):
+    m, k, n, batch = shape
+    kernel, lines = derive.gemm("g", m, k, n, batch)
+    assert lines == expected
+    # the class the text names is the one the unit gives the CI it is launched with
+    word = expected[-1].rsplit("(", 1)[1].split(",")[0]
+    assert CLASS_WORD[reference.ci_class(reference.f32(kernel.compute_intensity), abi.CI_CLASS_NUMBER)] == word
+
+
+def test_the_ci_class_word_follows_the_unit_on_both_sides_of_each_threshold():
+    # CI of an n x n x n fp16 GEMM is n / 3: 2 n^3 FLOPs over 2 B x 3 n^2
+    for n, word in ((2, "low"), (3, "medium"), (4, "medium"), (12, "medium"), (13, "high"), (30, "high")):
+        kernel, lines = derive.gemm("g", n, n, n)
+        assert kernel.compute_intensity == pytest.approx(n / 3, rel=1e-12)
+        assert lines[-1].endswith(f"({word}, classified by the unit)")
+
+
+# ---------------------------------------------------------------- GEMM kernel fields
+def test_the_consumer_wavefronts_reach_the_kernel():
+    kernel, _ = derive.gemm("g", 64, 32, 16, wavefronts=3)
+    assert kernel.consumer_wavefronts == 3
+    kernel, _ = derive.gemm("g", 64, 32, 16)
+    assert kernel.consumer_wavefronts == 7    # 512 work-items: 8 wavefronts, one the producer
+
+
+def test_a_layers_consumer_wavefronts_and_rows_reach_its_kernel(fresh_derivations):
+    doc = {"name": "w", "layers": [{"name": "fc", "gemm": {"m": 64, "k": 32, "n": 16},
+                                    "consumer_wavefronts": 5, "rows_per_work_group": 4}]}
+    kernel = format.parse(doc).layers[0].kernel
+    # 4 rows a work-group: 4 streaming queues + 1 stationary, ceil(64 / 4) = 16 work-groups
+    assert kernel.consumer_wavefronts == 5
+    assert [t for _, t, _ in kernel.queues] == [abi.QUEUE_STREAMING] * 4 + [abi.QUEUE_STATIONARY]
+    assert kernel.work_groups == 16
+
+
+@pytest.mark.parametrize("m,n", [(64, 16), (1, 1536), (12, 12)])
+def test_the_streamed_rows_are_one_operand_and_the_stationary_queue_another(m, n):
+    """The rows a work-group streams are rows of one matrix (the model moves them as one 2-D
+    box and counts one stream for them); the stationary queue carries the other matrix."""
+    kernel, _ = derive.gemm("g", m, 32, n)
+    work = Work.of(kernel)
+    rows = [work.operand(i) for i in range(len(work.queues) - 1)]
+    assert len(rows) == min(8, max(m, n)) and len(set(rows)) == 1
+    assert work.operand(len(work.queues) - 1) != rows[0]
+
+
+def test_two_columns_re_read_the_rows_in_the_second_pass():
+    # C[64,2]: each work-group's 8 rows of A pass once per column of B, 2 passes; only the first
+    # brings data the work-group has not read (the second re-reads the same rows); each column
+    # of B is new in its pass and read by the ceil(64 / 8) = 8 work-groups
+    kernel, _ = derive.gemm("g", 64, 32, 2)
+    work = Work.of(kernel)
+    rows, column = work.queues[:-1], work.queues[-1]
+    assert [(q.passes, q.fresh_passes) for q in rows] == [(2, 1)] * 8
+    assert [q.is_fresh(p) for p in range(2) for q in rows[:1]] == [True, False]
+    assert (column.passes, column.fresh_passes, column.sharers) == (2, 2, 8)
+
+
+# ---------------------------------------------------------------- convolution
+def conv(**fields):
+    return {"in_channels": 4, "out_channels": 6, "kernel": [3], "input": [10], **fields}
+
+
+def test_dilation_widens_the_kernels_reach():
+    # kernel 3 at dilation 2 reaches 2 x (3 - 1) + 1 = 5 inputs: windows at 0..5 of 10, 6 outputs
+    g, lines = derive.conv_gemm(conv(dilation=[2]))
+    assert g == {"m": 6, "k": 12, "n": 6, "batch": 1}
+    assert lines == ["conv1d 4 -> 6 channels, kernel [3], stride [1], padding [0], input [10] -> output [6]",
+                     "im2col: M = 1 x 6 = 6, K = 4 x 3 = 12, N = 6"]
+    # 2-D, dilation 3 on the second axis: reach 3 x 2 + 1 = 7 of 12 -> 6; the first axis 10 - 2 = 8
+    g, _ = derive.conv_gemm({"in_channels": 2, "out_channels": 2, "kernel": [3, 3], "input": [10, 12],
+                             "dilation": [1, 3]})
+    assert g["m"] == 8 * 6
+
+
+def test_a_grouped_conv_derivation_in_whole_numbers():
+    # 8 -> 16 channels in 2 groups, 3x3 over 10x12, batch 4: output 8 x 10;
+    # M = 4 x 8 x 10 = 320, K = 8 / 2 x 3 x 3 = 36, N = 16 / 2 = 8, 2 products
+    g, lines = derive.conv_gemm({"in_channels": 8, "out_channels": 16, "kernel": [3, 3], "input": [10, 12],
+                                 "groups": 2, "batch": 4})
+    assert g == {"m": 320, "k": 36, "n": 8, "batch": 2}
+    assert all(type(v) is int for v in g.values())   # element counts, not 36.0
+    assert lines == ["conv2d 8 -> 16 channels, kernel [3, 3], stride [1, 1], padding [0, 0], input [10, 12] "
+                     "-> output [8, 10], groups 2",
+                     "im2col: M = 4 x 8 x 10 = 320, K = 4 x 3 x 3 = 36, N = 8, 2 products"]
+    kernel, _ = derive.gemm("c", **g)
+    assert all(type(n) is int for n, _, _ in kernel.queues)
+    assert len(kernel.record()) == abi.LAUNCH_SIZE
+
+
+def test_a_conv_layers_derivation_is_the_im2col_then_the_gemm(fresh_derivations):
+    # 1 -> 1 channel, kernel 3 over 3 with stride 1: a single output (the smallest valid conv)
+    doc = {"name": "w", "layers": [{"name": "c", "conv": {"in_channels": 1, "out_channels": 1, "kernel": [3],
+                                                           "input": [3]}}]}
+    layer = format.parse(doc).layers[0]
+    assert layer.derivation[:2] == ["conv1d 1 -> 1 channels, kernel [3], stride [1], padding [0], input [3] -> output [1]",
+                                    "im2col: M = 1 x 1 = 1, K = 1 x 3 = 3, N = 1"]
+    assert layer.derivation[2] == "GEMM C[1,1] = A[1,3] x B[3,1]"
+    assert (layer.kernel.work_groups, layer.kernel.flops_per_work_group) == (1, 2 * 1 * 3 * 1)
+
+
+@pytest.mark.parametrize("fields,out", [
+    (dict(kernel=[3], input=[3]), [1]),                        # the kernel covers the input exactly
+    (dict(kernel=[3], input=[1], padding=[1]), [1]),           # 1 + 2 x 1 = 3 padded inputs
+    (dict(kernel=[2, 5], input=[2, 9], stride=[1, 4]), [1, 2]),  # (9 - 5) // 4 + 1 = 2
+])
+def test_a_conv_with_an_output_of_one_is_accepted(fields, out):
+    g, lines = derive.conv_gemm(conv(**fields))
+    assert g["m"] == out[0] * (out[1] if len(out) > 1 else 1)
+    assert f"-> output {out}" in lines[0]
+
+
+def test_a_conv_smaller_than_its_kernel_names_the_input_and_the_reach():
+    with pytest.raises(ValueError, match=r"^conv.input\[0\]: 2 is smaller than the kernel's reach 3 after padding 0; "
+                                         r"expected an output of at least 1$"):
+        derive.conv_gemm(conv(kernel=[3], input=[2]))
+
+
+@pytest.mark.parametrize("key,value", [("kernel", [3]), ("stride", [2]), ("padding", [1]), ("dilation", [2]),
+                                       ("kernel", [3, 3, 3])])
+def test_a_per_dimension_list_of_the_wrong_length_is_refused(key, value):
+    c = {"in_channels": 4, "out_channels": 4, "kernel": [3, 3], "input": [10, 12], key: value}
+    with pytest.raises(ValueError, match=rf"^conv.{key}: {len(value)} entries; expected 2, one per entry of conv.input$"):
+        derive.conv_gemm(c)
+
+
+def test_a_workload_conv_with_a_short_stride_names_its_layer_and_field(fresh_derivations):
+    doc = {"name": "w", "layers": [{"name": "c2", "conv": {"in_channels": 4, "out_channels": 4, "kernel": [3, 3],
+                                                            "input": [10, 12], "stride": [2]}}]}
+    with pytest.raises(format.WorkloadError) as e:
+        format.parse(doc)
+    assert "conv.stride: 1 entries; expected 2, one per entry of conv.input" in str(e.value)
+    assert "c2" in str(e.value)
+
+
+@pytest.mark.parametrize("ins,outs,groups,key,value", [(6, 8, 4, "in_channels", 6), (8, 6, 4, "out_channels", 6)])
+def test_channels_not_a_multiple_of_the_groups_are_refused(ins, outs, groups, key, value):
+    with pytest.raises(ValueError, match=rf"^conv.{key}: {value} is not a multiple of conv.groups = {groups}$"):
+        derive.conv_gemm(conv(in_channels=ins, out_channels=outs, groups=groups))
