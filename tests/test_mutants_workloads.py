@@ -4,12 +4,20 @@ Each states its expectation independently of the code's formula: shapes, FLOPs, 
 output sizes computed by hand in the comments, the unit's own CI classification (the
 reference model), and the derivation text `quco-emu run --explain` and `--json` show.
 """
+import json
+import math
+
 import pytest
 
-from quco.gst import abi
+from conftest import EXAMPLES_DIR
+from quco.gst import abi, tables
 from quco.host import reference
+from quco.host.kernel import load_kernel
+from quco.perfmodel import search
+from quco.perfmodel.params import machine
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Work
-from quco.workloads import derive, format
+from quco.workloads import derive, dvfs, format, runner
 
 CLASS_WORD = {abi.CI_CLASS_LOW: "low", abi.CI_CLASS_MEDIUM: "medium", abi.CI_CLASS_HIGH: "high"}
 
@@ -227,3 +235,113 @@ def test_a_workload_conv_with_a_short_stride_names_its_layer_and_field(fresh_der
 def test_channels_not_a_multiple_of_the_groups_are_refused(ins, outs, groups, key, value):
     with pytest.raises(ValueError, match=rf"^conv.{key}: {value} is not a multiple of conv.groups = {groups}$"):
         derive.conv_gemm(conv(in_channels=ins, out_channels=outs, groups=groups))
+
+
+# ---------------------------------------------------------------- DVFS traces (workloads/dvfs.py)
+BUNDLED_TRACES = ["mi100-decrease-hold", "mi100-decreasing", "mi100-u-shaped"]   # examples/workloads/dvfs/
+
+
+def test_the_bundled_traces_are_listed_by_name():
+    assert dvfs.bundled() == BUNDLED_TRACES
+    with pytest.raises(format.WorkloadError) as e:
+        dvfs.load_trace("")
+    assert e.value.problems == ["no DVFS trace given (an empty name); expected a file or one of "
+                                "mi100-decrease-hold, mi100-decreasing, mi100-u-shaped"]
+
+
+def test_a_missing_trace_names_itself_and_the_bundled_ones(tmp_path):
+    path = tmp_path / "nope.json"
+    with pytest.raises(format.WorkloadError) as e:
+        dvfs.load_trace(path)
+    assert e.value.problems == [f"{path}: no such DVFS trace file and no bundled trace of that name "
+                                "(bundled: mi100-decrease-hold, mi100-decreasing, mi100-u-shaped)"]
+
+
+def test_a_file_named_like_a_bundled_trace_is_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mi100-u-shaped").write_text(json.dumps({"name": "mine", "clocks_mhz": [900]}))
+    trace = dvfs.load_trace("mi100-u-shaped")
+    assert (trace.name, trace.clocks_mhz, trace.path) == ("mine", [900], "mi100-u-shaped")
+    bundled = dvfs.load_trace("mi100-decreasing")   # no such file here: the bundled trace
+    assert bundled.gpu == "mi100" and bundled.path.endswith("mi100-decreasing.json")
+
+
+def test_a_traces_fields_and_their_defaults(tmp_path):
+    full, bare = tmp_path / "full.json", tmp_path / "bare.json"
+    full.write_text(json.dumps({"name": "f", "gpu": "r9-nano", "description": "two steps", "clocks_mhz": [1000, 800]}))
+    bare.write_text(json.dumps({"name": "b", "clocks_mhz": [700]}))
+    t = dvfs.load_trace(full)
+    assert (t.name, t.clocks_mhz, t.gpu, t.description, t.path) == ("f", [1000, 800], "r9-nano", "two steps", str(full))
+    t = dvfs.load_trace(bare)
+    assert (t.gpu, t.description, t.path) == (None, "", str(bare))
+
+
+def test_a_trace_file_is_at_most_one_mib(tmp_path):
+    body = json.dumps({"name": "big", "clocks_mhz": [1000]})
+    path = tmp_path / "big.json"
+    path.write_text(body + " " * ((1 << 20) - len(body)))        # exactly 1,048,576 bytes: read
+    assert dvfs.load_trace(path).name == "big"
+    path.write_text(body + " " * ((1 << 20) + 1 - len(body)))    # one more: refused, unread
+    with pytest.raises(format.WorkloadError) as e:
+        dvfs.load_trace(path)
+    assert e.value.problems == [f"{path}: larger than 1,048,576 bytes; expected a DVFS trace file"]
+
+
+def test_a_folder_is_no_dvfs_trace_file(tmp_path):
+    with pytest.raises(format.WorkloadError) as e:
+        dvfs.load_trace(tmp_path)
+    assert e.value.problems == [f"{tmp_path}: is a folder; expected a DVFS trace file"]
+
+
+@pytest.fixture(scope="module")
+def boosted(tmp_path_factory):
+    """Two Elementwise layers on 32 of the R9 Nano's 64 CUs with 32 KiB of LDS, at the GST's
+    1,000 MHz and boosted to 1,200 MHz; the unit clocked at 350 MHz (half the default)."""
+    path = tmp_path_factory.mktemp("dvfs") / "w.json"
+    path.write_text(json.dumps({"name": "d", "layers": [
+        {"name": "ew", "kernel_file": str(EXAMPLES_DIR / "elementwise.json"), "repeat": 2}]}))
+    w = format.load(path)
+    trace = dvfs.Trace("boost", [1000, 1200])
+    hw_session = runner.Session("r9-nano", clock_mhz=350)
+    hw_steps = runner.run(hw_session, [runner.Tenant(w, 32, 32768, clocks=trace.clocks(2), tell_clock=True)])
+    res = dvfs.compare("r9-nano", w, trace, active_cus=32, lds_bytes=32768, hw_run=(hw_session, hw_steps),
+                       clock_mhz=350)
+    return res, hw_steps
+
+
+def test_dvfs_reuses_the_given_hw_run_and_runs_sw_with_the_same_options(boosted):
+    res, hw_steps = boosted
+    assert set(res["steps"]) == {"hw", "sw"} and res["steps"]["hw"] is hw_steps   # QuCo-HW not run twice
+    for s in res["steps"]["sw"]:   # the unit at 350 MHz: each cycle 1,000 / 350 ns
+        assert s.reconf_cycles > 0 and s.reconf_ns == pytest.approx(s.reconf_cycles * 1000 / 350, rel=1e-12)
+        assert (s.active_cus, s.lds_bytes) == (32, 32768)
+    assert [r["type"] for r in res["rows"]] == ["ew", "ew"]
+
+
+def test_the_dvfs_summary_from_its_rows(boosted):
+    res, _ = boosted
+    rows, summary = res["rows"], res["summary"]
+    speedups = [r["sw_ns"] / r["hw_ns"] for r in rows]
+    assert summary["hw_speedup_geomean"] == pytest.approx(math.exp(sum(map(math.log, speedups)) / len(rows)))
+    assert summary["layers_config_differs"] == sum(r["hw_config"] != r["sw_config"] for r in rows)
+    gains = [r["fine_nominal_ns"] / r["fine_ns"] for r in rows]
+    top = max(range(len(rows)), key=lambda i: gains[i])
+    assert (summary["max_clock_aware_gain"], summary["max_clock_aware_at"]) == (pytest.approx(gains[top]), rows[top]["name"])
+    assert summary["clock_aware_gain_total"] == pytest.approx(sum(r["fine_nominal_ns"] for r in rows)
+                                                              / sum(r["fine_ns"] for r in rows))
+
+
+def test_the_clock_aware_oracle_searches_the_layers_partition_and_clock(boosted):
+    """fine_ns: the exhaustive best on the layer's partition (32 CUs, 32 KiB) at its clock;
+    fine_nominal_ns: the best for the GST's clock, run at the layer's clock."""
+    res, _ = boosted
+    g = tables.unpack(tables.load("r9-nano"))
+    work = Work.of(load_kernel(EXAMPLES_DIR / "elementwise.json"))
+    for row, clock in zip(res["rows"], (1000, 1200)):
+        here, nominal = machine(g, clock, 32, 32768), machine(g, 0, 32, 32768)
+        best = search.exhaustive(here, g, work)[0]
+        best_nominal = search.exhaustive(nominal, g, work)[0].config
+        assert row["fine_ns"] == pytest.approx(best.outcome.ns, rel=1e-12)
+        assert row["fine_config"] == best.config.label(work)
+        assert row["fine_nominal_config"] == best_nominal.label(work)
+        assert row["fine_nominal_ns"] == pytest.approx(simulate(here, work, best_nominal).ns, rel=1e-12)
