@@ -16,8 +16,8 @@ from quco.host.kernel import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate
-from quco.perfmodel.work import Work
-from quco.workloads import derive, dvfs, format, runner
+from quco.perfmodel.work import Config, Work
+from quco.workloads import baselines, derive, dvfs, format, runner
 
 CLASS_WORD = {abi.CI_CLASS_LOW: "low", abi.CI_CLASS_MEDIUM: "medium", abi.CI_CLASS_HIGH: "high"}
 
@@ -345,3 +345,57 @@ def test_the_clock_aware_oracle_searches_the_layers_partition_and_clock(boosted)
         assert row["fine_config"] == best.config.label(work)
         assert row["fine_nominal_config"] == best_nominal.label(work)
         assert row["fine_nominal_ns"] == pytest.approx(simulate(here, work, best_nominal).ns, rel=1e-12)
+
+
+# ---------------------------------------------------------------- baselines (workloads/baselines.py)
+def semi(first_cfg, first_work, work, lds):
+    m = machine(tables.unpack(tables.load("r9-nano")), 0, 0, lds)
+    return baselines.semi_config(first_cfg, first_work, m, work)
+
+
+def test_semi_tuned_halves_the_first_layers_tile_until_it_fits():
+    # the first layer's tile 256, 2 slots per streaming queue, 1 stationary, on a GEMM with 9
+    # fp16 queues; LDS of tile t: 8 x align128(2 x t x 2 B) + align128(t x 2 B) + 512 B of
+    # header and descriptors. t = 256: 8,192 + 512 + 512 = 9,216; t = 128: 4,096 + 256 + 512 = 4,864;
+    # t = 64: 2,048 + 128 + 512 = 2,688; t = 32: 1,024 + 128 + 512 = 1,664
+    first = Work.of(derive.gemm("a", 64, 32, 16)[0])
+    target = Work.of(derive.gemm("b", 64, 4096, 16)[0])
+    cfg = Config(256, (2,) * 8 + (1,))
+    for lds, tile in ((16384, 256), (8192, 128), (4096, 64), (2048, 32)):
+        got, adapted = semi(cfg, first, target, lds)
+        assert type(got.tile) is int and (got.tile, got.slots, adapted) == (tile, cfg.slots, tile != 256)
+
+
+def test_semi_tuned_goes_down_to_a_tile_of_one():
+    # 2 fp64 queues of 16 slots (one row a work-group); tile t: 2 x align128(16 x t x 8 B) + 128 B:
+    # t = 2: 640 B, t = 1: 384 B. In 512 B only a tile of 1 fits; in 256 B nothing does
+    work = Work.of(derive.gemm("b", 64, 4096, 16, elem_size=8, rows=1)[0])
+    cfg = Config(4, (16, 16))
+    assert semi(cfg, work, work, 640) == (Config(2, (16, 16)), True)
+    assert semi(cfg, work, work, 512) == (Config(1, (16, 16)), True)
+    assert semi(cfg, work, work, 256) is None
+
+
+def test_per_type_rows_sum_their_layers(tmp_path):
+    """by_type (Fig. 9): one row per layer type, its layers counted and their times summed; a
+    type with a layer no baseline fits has no total for that baseline."""
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [
+        {"name": "up", "gemm": {"m": 256, "k": 64, "n": 128}, "repeat": 2},
+        {"name": "mv", "gemm": {"m": 1, "k": 512, "n": 512}}]}))
+    session = runner.Session("r9-nano")
+    steps = runner.run(session, [runner.Tenant(format.load(path))])
+    baselines.compare(steps, session)
+    rows = baselines.by_type(steps)
+    assert [(r["type"], r["count"]) for r in rows] == [("up", 2), ("mv", 1)]
+    for r, mine in ((rows[0], steps[:2]), (rows[1], steps[2:])):
+        assert r["quco_config"] == mine[0].label
+        assert (r["semi_config"], r["fine_config"]) == (mine[0].extra["semi_config"], mine[0].extra["fine_config"])
+        assert r["quco_ns"] == pytest.approx(sum(s.run_ns for s in mine), rel=1e-12)
+        assert r["fine_ns"] == pytest.approx(sum(s.extra["fine_ns"] for s in mine), rel=1e-12)
+        assert r["semi_ns"] == pytest.approx(sum(s.extra["semi_ns"] for s in mine), rel=1e-12)
+        assert r["quco_vs_fine"] == pytest.approx(r["fine_ns"] / r["quco_ns"], rel=1e-12)
+        assert r["quco_vs_semi"] == pytest.approx(r["semi_ns"] / r["quco_ns"], rel=1e-12)
+    steps[1].extra["semi_ns"] = None     # one layer of "up" without a Semi-Tuned time
+    up = baselines.by_type(steps)[0]
+    assert up["semi_ns"] is None and up["quco_vs_semi"] is None and up["fine_ns"] is not None
