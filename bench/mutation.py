@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = re.search(r"PACKAGES = \(([^)]*)\)", (ROOT / "setup.py").read_text()).group(1)
 PACKAGE = {name: f"quco/{name}" for name in re.findall(r'"(\w+)"', PACKAGES)}
 MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
-           "perfmodel/work.py"]
+           "perfmodel/work.py", "workloads/derive.py", "workloads/dvfs.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
 # in step with tests/: a module's own test file left out here makes its mutants look like survivors
 # (the issue #24 files and test_gst_tables.py / test_perf_memory.py were missing the first time).
@@ -41,7 +41,14 @@ MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.p
 TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_input.py", "tests/test_hostile.py",
          "tests/test_hostile_24.py", "tests/test_inputs_24.py", "tests/test_cli.py", "tests/test_device.py",
          "tests/test_differential.py", "tests/test_timing.py", "tests/test_gst_tables.py", "tests/test_gst_schema.py",
-         "tests/test_userinput.py", "tests/test_perf_memory.py", "tests/test_perfmodel.py"]
+         "tests/test_userinput.py", "tests/test_perf_memory.py", "tests/test_perfmodel.py",
+         "tests/test_workloads.py", "tests/test_pins_workloads.py", "tests/test_pins_28.py", "tests/test_hostile_28.py",
+         "tests/test_onnx_import.py", "tests/test_onnx_fixtures.py", "tests/test_exit_codes.py", "tests/test_claims.py",
+         "tests/test_mutants_workloads.py"]
+# mutmut's clean run must pass whole. These run `quco-emu` in a subprocess (the installed package,
+# never mutmut's copy: they cannot kill a mutant) and time signals against a loaded machine: on 2
+# shared cores the SIGINT case failed the clean run (issue 28 part 5's load-sensitive test).
+DESELECT = ["tests/test_hostile_24.py::test_signals_end_evaluate_and_its_workers"]
 
 
 def staged(path: str) -> str:
@@ -58,7 +65,7 @@ def stage(folder: Path, modules: list[str], tests: list[str]) -> None:
         shutil.copytree(ROOT / extra, folder / extra, ignore=ignore)
     lines = ["[mutmut]", "source_paths = quco", "only_mutate ="] + [f"    {staged(m)}" for m in modules]
     lines += ["also_copy =", "    tests", "    examples", "pytest_add_cli_args_test_selection ="]
-    lines += [f"    {t}" for t in tests]
+    lines += [f"    {t}" for t in tests] + [f"    --deselect={t}" for t in DESELECT]
     (folder / "setup.cfg").write_text("\n".join(lines) + "\n")
 
 

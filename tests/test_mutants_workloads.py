@@ -399,3 +399,60 @@ def test_per_type_rows_sum_their_layers(tmp_path):
     steps[1].extra["semi_ns"] = None     # one layer of "up" without a Semi-Tuned time
     up = baselines.by_type(steps)[0]
     assert up["semi_ns"] is None and up["quco_vs_semi"] is None and up["fine_ns"] is not None
+
+
+def geo(values):
+    values = [v for v in values if v is not None]
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def test_baseline_columns_and_summary_on_the_model(tmp_path):
+    """compare() against the model run here: ATT/Fine-Tuned is each layer's exhaustive best at
+    its clock; ATT/Semi-Tuned the first layer's best, its tile halved where it does not fit
+    (a) itself, (b) the same queues at 1,200 MHz, (c) 16 fp64 queues: 16 x 7 slots x 2 barriers
+    = 224 > the R9 Nano's 128, no tile fits, (d) 9 fp64 queues: 9 x 7 x 512 x 8 B = 258,048 B
+    of LDS, 256: 129,024, 128: 9 x 7,168 + 512 = 65,024 <= 65,536: a tile of 128."""
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [
+        {"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}},
+        {"name": "b", "gemm": {"m": 64, "k": 4096, "n": 16}, "clock_mhz": 1200},
+        {"name": "c", "gemm": {"m": 64, "k": 4096, "n": 16}, "rows_per_work_group": 15, "elem_size": 8},
+        {"name": "d", "gemm": {"m": 64, "k": 64, "n": 16}, "elem_size": 8}]}))
+    session = runner.Session("r9-nano")
+    steps = runner.run(session, [runner.Tenant(format.load(path))])
+    summary = baselines.compare(steps, session)[0]
+    g = tables.unpack(tables.load("r9-nano"))
+    ms = [machine(g, s.layer.clock_mhz) for s in steps]
+    first = search.exhaustive(ms[0], g, steps[0].work)[0].config
+    assert first.label(steps[0].work) == "512 / 7+7"   # the model's pick today; (d)'s arithmetic assumes it
+    semi = {"a": first, "b": first, "c": None, "d": Config(128, first.slots)}
+    for s, m in zip(steps, ms):
+        best = search.exhaustive(m, g, s.work)[0]
+        x = s.extra
+        assert (x["fine_config"], x["fine_ns"]) == (best.config.label(s.work), pytest.approx(best.outcome.ns, rel=1e-12))
+        want = semi[s.layer.name]
+        if want is None:
+            assert x["semi_config"] is x["semi_ns"] is x["semi_adapted"] is x["quco_vs_semi"] is None
+        else:
+            assert x["semi_config"] == want.label(s.work) and x["semi_adapted"] == (want.tile != first.tile)
+            assert x["semi_ns"] == pytest.approx(simulate(m, s.work, want).ns, rel=1e-9)
+            assert x["quco_vs_semi"] == pytest.approx(x["semi_ns"] / s.run_ns, rel=1e-12)
+        assert x["quco_vs_fine"] == pytest.approx(x["fine_ns"] / s.run_ns, rel=1e-12)
+    ratios = [s.extra["fine_ns"] / s.run_ns for s in steps]
+    assert summary == {
+        "quco_ns": steps[-1].end, "quco_run_ns": pytest.approx(sum(s.run_ns for s in steps), rel=1e-12),
+        "fine_ns": pytest.approx(sum(s.extra["fine_ns"] for s in steps), rel=1e-12), "semi_ns": None,
+        "speedup_vs_fine": pytest.approx(sum(s.extra["fine_ns"] for s in steps) / steps[-1].end, rel=1e-12),
+        "speedup_vs_semi": None, "geomean_layer_vs_fine": pytest.approx(geo(ratios), rel=1e-12),
+        "geomean_layer_vs_semi": pytest.approx(geo(s.extra["quco_vs_semi"] for s in steps), rel=1e-12),
+        "worst_layer_vs_fine": steps[ratios.index(min(ratios))].layer.name,
+        "layers_semi_adapted": 1, "layers_semi_missing": 1}
+    # without (c), Semi-Tuned has a total: the sum of its layers, and a speedup over QuCo's time
+    path.write_text(json.dumps({"name": "t", "layers": [{"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}},
+                                                        {"name": "d", "gemm": {"m": 64, "k": 64, "n": 16}, "elem_size": 8}]}))
+    steps = runner.run(session, [runner.Tenant(format.load(path))])
+    summary = baselines.compare(steps, session)[0]
+    semi_total = sum(s.extra["semi_ns"] for s in steps)
+    assert summary["semi_ns"] == pytest.approx(semi_total, rel=1e-12)
+    assert summary["speedup_vs_semi"] == pytest.approx(semi_total / steps[-1].end, rel=1e-12)
+    assert (summary["layers_semi_adapted"], summary["layers_semi_missing"]) == (1, 0)
