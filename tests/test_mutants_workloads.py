@@ -293,11 +293,13 @@ def test_a_folder_is_no_dvfs_trace_file(tmp_path):
     assert e.value.problems == [f"{tmp_path}: is a folder; expected a DVFS trace file"]
 
 
-@pytest.fixture(scope="module")
-def boosted(tmp_path_factory):
+@pytest.fixture
+def boosted(tmp_path):
     """Two Elementwise layers on 32 of the R9 Nano's 64 CUs with 32 KiB of LDS, at the GST's
-    1,000 MHz and boosted to 1,200 MHz; the unit clocked at 350 MHz (half the default)."""
-    path = tmp_path_factory.mktemp("dvfs") / "w.json"
+    1,000 MHz and boosted to 1,200 MHz; the unit clocked at 350 MHz (half the default). Built
+    per test, not once per module: mutmut credits the calls a shared fixture makes to the first
+    test that used it, and runs only that one on a mutant of dvfs.compare."""
+    path = tmp_path / "w.json"
     path.write_text(json.dumps({"name": "d", "layers": [
         {"name": "ew", "kernel_file": str(EXAMPLES_DIR / "elementwise.json"), "repeat": 2}]}))
     w = format.load(path)
