@@ -458,3 +458,19 @@ def test_baseline_columns_and_summary_on_the_model(tmp_path):
     assert summary["semi_ns"] == pytest.approx(semi_total, rel=1e-12)
     assert summary["speedup_vs_semi"] == pytest.approx(semi_total / steps[-1].end, rel=1e-12)
     assert (summary["layers_semi_adapted"], summary["layers_semi_missing"]) == (1, 0)
+
+
+def test_baselines_search_the_tenants_partition(tmp_path):
+    # 512 rows: 64 work-groups, more than the 32 CUs of the partition, so the partition's CUs
+    # and its 32 KiB of LDS change the exhaustive best (checked: the input tells them apart)
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [{"name": "a", "gemm": {"m": 512, "k": 256, "n": 64}}]}))
+    session = runner.Session("r9-nano")
+    (step,) = runner.run(session, [runner.Tenant(format.load(path), 32, 32768)])
+    baselines.compare([step], session)
+    g = tables.unpack(tables.load("r9-nano"))
+    part, whole = (search.exhaustive(m, g, step.work)[0] for m in (machine(g, 0, 32, 32768), machine(g, 0, 0, 0)))
+    assert part.outcome.ns != pytest.approx(whole.outcome.ns, rel=1e-6)
+    assert (step.extra["fine_config"], step.extra["fine_ns"]) == (part.config.label(step.work),
+                                                                pytest.approx(part.outcome.ns, rel=1e-12))
+    assert step.extra["semi_config"] == step.extra["fine_config"]   # the first layer's own best
