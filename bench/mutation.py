@@ -1,5 +1,5 @@
 """Mutation campaign for the Python side with mutmut 3: how many small deliberate bugs in the
-input layer and the reference model does `make test`'s suite catch?
+input layer, the reference model and the workload derivation does `make test`'s suite catch?
 
     .venv/bin/python bench/mutation.py [--modules host/kernel.py ...] [--tests tests/test_kernel.py ...]
                                        [--max-children 2]
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = re.search(r"PACKAGES = \(([^)]*)\)", (ROOT / "setup.py").read_text()).group(1)
 PACKAGE = {name: f"quco/{name}" for name in re.findall(r'"(\w+)"', PACKAGES)}
 MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
-           "perfmodel/work.py", "workloads/derive.py", "workloads/dvfs.py"]
+           "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
 # in step with tests/: a module's own test file left out here makes its mutants look like survivors
 # (the issue #24 files and test_gst_tables.py / test_perf_memory.py were missing the first time).
