@@ -474,3 +474,46 @@ def test_baselines_search_the_tenants_partition(tmp_path):
     assert (step.extra["fine_config"], step.extra["fine_ns"]) == (part.config.label(step.work),
                                                                 pytest.approx(part.outcome.ns, rel=1e-12))
     assert step.extra["semi_config"] == step.extra["fine_config"]   # the first layer's own best
+
+
+# ---------------------------------------------------------------- run --json's layer records (workloads/runner.py)
+def test_run_json_layer_records_follow_the_timeline(tmp_path, capsys):
+    """Each layer record of `run --json` against a timeline worked out here: the unit (700 MHz)
+    answers layer 0 at t = 0, its reconfiguration exposed; the host asks for layer i+1 when layer
+    i starts; layer i+1 starts at max(its configuration written, layer i's end); run times are
+    the model's (simulate) for the configuration the record names."""
+    from quco.cli.main import main
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [
+        {"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}},
+        {"name": "b", "gemm": {"m": 512, "k": 256, "n": 64}},
+        {"name": "c", "gemm": {"m": 512, "k": 256, "n": 64}}]}))
+    assert main(["run", str(path), "--gpu", "r9-nano", "--json", "--no-baselines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    records = doc["layers"]
+    g = tables.unpack(tables.load("r9-nano"))
+    w = format.load(path)
+    prev_end, prev_start = 0.0, 0.0
+    for i, (r, lay) in enumerate(zip(records, w.layers)):
+        work = Work.of(lay.kernel)
+        cfg = Config.parse(work, r["config"])
+        assert (r["tenant"], r["index"], r["name"], r["type"]) == (0, i, lay.name, lay.name)
+        assert (r["clock_mhz"], r["active_cus"], r["lds_bytes"]) == (1000.0, 0, 0)
+        assert (r["tile"], r["slots"]) == (cfg.tile, list(cfg.slots))
+        assert r["run_ns"] == pytest.approx(simulate(machine(g), work, cfg).ns, rel=1e-9)
+        assert r["reconf_cycles"] > 0 and r["reconf_instructions"] > 0
+        assert r["reconf_ns"] == pytest.approx(r["reconf_cycles"] * 1000 / 700, rel=1e-12)
+        assert r["cache_hit"] == (i == 2)     # c is b again: the unit's cache answers it
+        requested = prev_start if i else 0.0
+        start = max(requested + r["reconf_ns"], prev_end)
+        assert (r["requested_ns"], r["reconf_start_ns"], r["queueing_ns"]) == (
+            pytest.approx(requested), pytest.approx(requested), pytest.approx(0.0, abs=1e-9))
+        assert r["reconf_end_ns"] == pytest.approx(requested + r["reconf_ns"])
+        assert (r["start_ns"], r["end_ns"]) == (pytest.approx(start), pytest.approx(start + r["run_ns"]))
+        assert r["exposed_ns"] == pytest.approx(start - prev_end, abs=1e-9)
+        assert r["hidden"] == (start <= prev_end)
+        prev_end, prev_start = start + r["run_ns"], start
+    assert [r["hidden"] for r in records] == [False, True, True]   # b and c: configured while the layer before runs
+    totals = doc["tenants"][0]["totals"]
+    assert totals["hidden_layers"] == 2 and totals["layers"] == 3 and totals["cache_hits"] == 1
+    assert totals["exposed_fraction"] == pytest.approx(sum(r["exposed_ns"] for r in records) / prev_end, rel=1e-12)
