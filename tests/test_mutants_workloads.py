@@ -517,3 +517,54 @@ def test_run_json_layer_records_follow_the_timeline(tmp_path, capsys):
     totals = doc["tenants"][0]["totals"]
     assert totals["hidden_layers"] == 2 and totals["layers"] == 3 and totals["cache_hits"] == 1
     assert totals["exposed_fraction"] == pytest.approx(sum(r["exposed_ns"] for r in records) / prev_end, rel=1e-12)
+
+
+def test_a_partitioned_layer_is_configured_and_modelled_on_its_partition(tmp_path):
+    """The unit is told the tenant's CUs and LDS (its pick: the reference model's for the kernel
+    on that partition; on 8 CUs the stationary slots are CU-stepped to 8, on all 64 they stay 4),
+    and the model runs the layer on that partition's CUs and LDS."""
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [{"name": "mv", "gemm": {"m": 4096, "k": 4096, "n": 1}}]}))
+    w = format.load(path)
+    g = tables.unpack(tables.load("r9-nano"))
+    labels = {}
+    for cus, lds in ((8, 16384), (0, 16384), (8, 0)):
+        session = runner.Session("r9-nano")
+        (step,) = runner.run(session, [runner.Tenant(w, cus, lds)])
+        ref = reference.configure(session.gst, w.layers[0].kernel.with_fields(active_cus=cus, lds_bytes=lds).record())
+        assert step.config == Config(ref.tile, tuple(ref.slots))
+        assert step.run_ns == pytest.approx(simulate(machine(g, 0, cus, lds), step.work, step.config).ns, rel=1e-9)
+        labels[cus, lds] = step.label
+    assert labels[8, 16384] != labels[0, 16384]   # the input tells the partition's CUs apart
+
+
+def test_a_session_boots_the_firmware_it_is_given(tmp_path):
+    with pytest.raises(Exception, match="none.elf: cannot read"):
+        runner.Session("r9-nano", firmware=tmp_path / "none.elf")
+
+
+def test_partition_problems_are_listed_up_to_twenty(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [
+        {"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}, "partition": {"active_cus": 100}, "repeat": 25}]}))
+    session = runner.Session("r9-nano")
+    with pytest.raises(format.WorkloadError) as e:
+        session.check([runner.Tenant(format.load(path))])
+    assert len(e.value.problems) == 20
+    assert [p.split(": ")[1] for p in e.value.problems] == [f"layer {i} (a[{i}], layers[0])" for i in range(20)]
+    assert e.value.problems[0].endswith("partition.active_cus: 100 is out of range; expected 0 to 64 "
+                                        "(r9-nano's num_cus; 0 = all)")
+
+
+def test_two_tenants_each_need_their_own_cus(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [{"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}}]}))
+    w = format.load(path)
+    session = runner.Session("r9-nano")
+    for tenants, shares in (((0, 0), "all + all"), ((48, 0), "48 + all"), ((48, 32), "48 + 32")):
+        with pytest.raises(format.WorkloadError) as e:
+            session.check([runner.Tenant(w, c) for c in tenants])
+        assert e.value.problems == [f"tenants: CUs {shares}; expected each tenant's own CUs (WORKLOAD@CUS[:LDS]), "
+                                    "64 in total at most on r9-nano"]
+    session.check([runner.Tenant(w, 48), runner.Tenant(w, 16)])   # 64 of 64: accepted
+    session.check([runner.Tenant(w)])                              # one tenant: the whole GPU
