@@ -568,3 +568,12 @@ def test_two_tenants_each_need_their_own_cus(tmp_path):
                                     "64 in total at most on r9-nano"]
     session.check([runner.Tenant(w, 48), runner.Tenant(w, 16)])   # 64 of 64: accepted
     session.check([runner.Tenant(w)])                              # one tenant: the whole GPU
+
+
+def test_run_reports_progress_over_every_tenants_layers(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "t", "layers": [{"name": "a", "gemm": {"m": 64, "k": 32, "n": 16}, "repeat": 3}]}))
+    w = format.load(path)
+    seen = []
+    runner.run(runner.Session("r9-nano"), [runner.Tenant(w, 32), runner.Tenant(w, 32)], progress=lambda *a: seen.append(a))
+    assert seen == [(i, 6) for i in range(1, 7)]   # 2 tenants x 3 layers, one call per layer done
