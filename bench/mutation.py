@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = re.search(r"PACKAGES = \(([^)]*)\)", (ROOT / "setup.py").read_text()).group(1)
 PACKAGE = {name: f"quco/{name}" for name in re.findall(r'"(\w+)"', PACKAGES)}
 MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
-           "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py"]
+           "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py",
+           "workloads/runner.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
 # in step with tests/: a module's own test file left out here makes its mutants look like survivors
 # (the issue #24 files and test_gst_tables.py / test_perf_memory.py were missing the first time).

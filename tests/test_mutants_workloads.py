@@ -577,3 +577,14 @@ def test_run_reports_progress_over_every_tenants_layers(tmp_path):
     seen = []
     runner.run(runner.Session("r9-nano"), [runner.Tenant(w, 32), runner.Tenant(w, 32)], progress=lambda *a: seen.append(a))
     assert seen == [(i, 6) for i in range(1, 7)]   # 2 tenants x 3 layers, one call per layer done
+
+
+def test_a_work_group_with_more_wavefronts_than_a_cu_holds_has_no_time():
+    # 64 consumers + the producer = 65 wavefronts; an R9 Nano CU holds 40 (4 SIMDs x 10): no
+    # work-group is resident, whatever the LDS and barriers (which this configuration fits)
+    m = machine(tables.unpack(tables.load("r9-nano")))
+    assert m.max_waves == 40
+    cfg = Config(64, (1,) * 9)
+    wide, usual = (Work.of(derive.gemm("g", 64, 32, 16, wavefronts=w)[0]) for w in (64, 7))
+    assert runner.model_ns(m, usual, cfg) > 0
+    assert runner.model_ns(m, wide, cfg) is None
