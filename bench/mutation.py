@@ -1,5 +1,5 @@
 """Mutation campaign for the Python side with mutmut 3: how many small deliberate bugs in the
-input layer and the reference model does `make test`'s suite catch?
+input layer, the reference model and the workload derivation does `make test`'s suite catch?
 
     .venv/bin/python bench/mutation.py [--modules host/kernel.py ...] [--tests tests/test_kernel.py ...]
                                        [--max-children 2]
@@ -28,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
-           "perfmodel/work.py"]
+           "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py",
+           "workloads/runner.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
 # in step with tests/: a module's own test file left out here makes its mutants look like survivors
 # (the issue #24 files and test_gst_tables.py / test_perf_memory.py were missing the first time).
@@ -36,7 +37,18 @@ MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.p
 TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_input.py", "tests/test_hostile.py",
          "tests/test_hostile_24.py", "tests/test_inputs_24.py", "tests/test_cli.py", "tests/test_device.py",
          "tests/test_differential.py", "tests/test_timing.py", "tests/test_gst_tables.py", "tests/test_gst_schema.py",
-         "tests/test_userinput.py", "tests/test_perf_memory.py", "tests/test_perfmodel.py"]
+         "tests/test_userinput.py", "tests/test_perf_memory.py", "tests/test_perfmodel.py",
+         "tests/test_workloads.py", "tests/test_pins_workloads.py", "tests/test_pins_28.py", "tests/test_hostile_28.py",
+         "tests/test_onnx_import.py", "tests/test_onnx_fixtures.py", "tests/test_exit_codes.py", "tests/test_claims.py",
+         "tests/test_mutants_workloads.py"]
+# mutmut's clean run must pass whole. These run `quco-emu` in a subprocess (the installed package,
+# never mutmut's copy: they cannot kill a mutant) and time signals against a loaded machine: on 2
+# shared cores the SIGINT case failed the clean run (issue 28 part 5's load-sensitive test).
+# test_evaluate_writes_parquet (where pyarrow is installed) failed the clean run of the whole TESTS
+# list (its simulation counter saw none: some earlier test's state) though it passes alone, in the
+# staged copy too: order-dependent, not yet looked into; it writes an evaluate table, no mutant here.
+DESELECT = ["tests/test_hostile_24.py::test_signals_end_evaluate_and_its_workers",
+            "tests/test_hostile_24.py::test_evaluate_writes_parquet"]
 
 
 def staged(path: str) -> str:
@@ -50,7 +62,7 @@ def stage(folder: Path, modules: list[str], tests: list[str]) -> None:
         shutil.copytree(ROOT / part, folder / part, ignore=ignore)
     lines = ["[mutmut]", "source_paths = quco", "only_mutate ="] + [f"    {staged(m)}" for m in modules]
     lines += ["also_copy =", "    tests", "pytest_add_cli_args_test_selection ="]
-    lines += [f"    {t}" for t in tests]
+    lines += [f"    {t}" for t in tests] + [f"    --deselect={t}" for t in DESELECT]
     (folder / "setup.cfg").write_text("\n".join(lines) + "\n")
 
 
