@@ -75,3 +75,12 @@ def gnu_as(tmp_path_factory):
 def text_bytes(path) -> bytes:
     with open(path, "rb") as f:
         return ELFFile(f).get_section_by_name(".text").data()
+
+
+# the hostile-input tests' verdict on a command run through quco.cli.fuzz_files.run_cli
+def clean_error(o, code=2, *words):
+    """A clean refusal: the exit code, the words, nothing on stdout, no traceback or control character."""
+    assert o.kind in ("error", "ok") and o.code == code, (o.code, o.err, o.trace)
+    assert o.out == "" and "Traceback" not in o.err and not o.leaked_control(), o.err
+    for w in words:
+        assert w in o.err, f"{w!r} not in {o.err!r}"

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MM_KERNEL
+from conftest import MM_KERNEL, clean_error
 from quco import examples
 from quco.cli import run as cli_run
 from quco.cli.fuzz_files import run_cli as _run_cli
@@ -60,12 +60,6 @@ def no_work_ran(monkeypatch):
     return calls
 
 
-def clean_error(o, code=2, *words):
-    """A clean refusal: the exit code, the words, nothing on stdout, no traceback or control character."""
-    assert o.kind in ("error", "ok") and o.code == code, (o.code, o.err, o.trace)
-    assert o.out == "" and "Traceback" not in o.err and not o.leaked_control(), o.err
-    for w in words:
-        assert w in o.err, f"{w!r} not in {o.err!r}"
 
 
 # ---------------------------------------------------------------- sweeps

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import MM_KERNEL
+from conftest import MM_KERNEL, clean_error
 from quco.cli import launch as cli_launch
 from quco.cli.fuzz_files import run_cli
 from quco.gst import tables
@@ -32,11 +32,6 @@ def write(folder, doc, name="k.json"):
     return str(path)
 
 
-def clean_error(o, code=2, *words):
-    assert o.kind in ("error", "ok") and o.code == code, (o.code, o.err, o.trace)
-    assert o.out == "" and "Traceback" not in o.err and not o.leaked_control(), o.err
-    for w in words:
-        assert w in o.err, f"{w!r} not in {o.err!r}"
 
 
 # ---------------------------------------------------------------- search --config
