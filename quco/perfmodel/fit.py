@@ -39,10 +39,9 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import COMPARED, Measurement, compare, measured_config, scaled_kernel
+from .hardware import COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel
 from .params import Machine
-from .sim import occupancy
-from .work import Config, Work, fits
+from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
 MIN_SLOTS = 4       # ... and keeps this many slots (the round trip covered)
@@ -104,8 +103,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if len(rs) < 3 or any(r.time_us < ISSUE_BOUND * _dram_us(m, work, wgs_total) for r in rs):
             continue
         full = m.max_waves // (work.consumer_wavefronts + 1)
-        if any(occupancy(m, work, Config(tile, (r.slots,) * len(work.queues))) < full for r in rs
-               if fits(work, Config(tile, (r.slots,) * len(work.queues)), m.lds_bytes, 1 << 30)):
+        if any(measured_residency(m, work, tile, r.slots) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
         wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
@@ -152,8 +150,7 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
             continue
-        cfg = Config(r.tile, (r.slots,) * len(work.queues))
-        if occupancy(m, work, cfg) < m.max_waves // (work.consumer_wavefronts + 1):
+        if measured_residency(m, work, r.tile, r.slots) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
@@ -191,7 +188,7 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        if occupancy(m, work, cfg) < wgs:
+        if measured_residency(m, work, r.tile, r.slots) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
@@ -219,9 +216,8 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
-        cfg = Config(r.tile, tuple(min(r.slots, work.tiles(i, r.tile)) for i in range(len(work.queues))))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        occ = min(occupancy(m, work, cfg), wgs)
+        occ = min(measured_residency(m, work, r.tile, r.slots), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
         total = r.work_groups * (work.moved_bytes() + work.output_bytes)
