@@ -62,6 +62,7 @@ class Measurement:
     block_m: int | None = None
     block_k: int | None = None
     bytes: int | None = None
+    smem_required: int | None = None  # the shared memory a configuration that did not fit asked for
 
 
 def _whole(path, line: int, field: str, text: str, lo: int, hi: int, optional: bool = True) -> int | None:
@@ -118,7 +119,8 @@ def read(path) -> list[Measurement]:
             r["kernel"], r["variant"], r["size"], _whole(path, line, "work_groups", r["work_groups"], 1, 1 << 31, False),
             _whole(path, line, "tile", r["tile"], 1, 1 << 24), _whole(path, line, "slots", r["slots"], 1, 64),
             fit, t, _whole(path, line, "block_m", r["block_m"], 1, 1 << 16),
-            _whole(path, line, "block_k", r["block_k"], 1, 1 << 16), _whole(path, line, "bytes", r["bytes"], 0, 1 << 50)))
+            _whole(path, line, "block_k", r["block_k"], 1, 1 << 16), _whole(path, line, "bytes", r["bytes"], 0, 1 << 50),
+            _whole(path, line, "smem_required", r["smem_required"], 1, 1 << 40)))
     if not out:
         raise HardwareDataError(f"{path}: no measurement rows after the header")
     return out
