@@ -202,6 +202,20 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
         kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
         print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
               f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print("\nrows left out of every fit (slower than both slot neighbours by "
+          f"{hwfit.OUTLIER_RATIO}x or more): " + ", ".join(f"{k} {sz} {t}/{s}" for k, sz, t, s in sorted(hwfit.outliers(rows))))
+    print("\nthe per-stage cost (stage_instr): measured slope over slots 4..8 of each issue-bound (kernel, tile) "
+          "of the big grid, and the model's slope at the fitted value:")
+    print("| kernel | tile | measured us/slot | instructions a wavefront, work-group and stage | model us/slot |")
+    print("|---|---|---|---|---|")
+    for g in hwfit.stage_groups(m, rows):
+        print(f"| {g['kernel']} | {g['tile']} | {g['slope_us']:+.2f} | {g['instr']:.1f} | "
+              f"{c['stage_instr'] * g['us_per_instr']:+.2f} |")
+    print("\nthe per-stage cost fitted on one family alone, predicting the others' slopes (us per slot):")
+    print("| fitted on | stage_instr | kernel | tile | measured | predicted |\n|---|---|---|---|---|---|")
+    for x in hwfit.stage_cross(m, rows):
+        print(f"| {x['fitted_on']} | {x['stage_instr']:.1f} | {x['kernel']} | {x['tile']} | {x['measured']:+.2f} | "
+              f"{x['predicted']:+.2f} |")
     print("\nleave one kernel family out (fit without it, predict it):")
     print("| held out | constants fitted without it | size | kernel | rank corr | model best cost | median err |")
     print("|---|---|---|---|---|---|---|")

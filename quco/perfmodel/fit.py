@@ -1,15 +1,22 @@
 """Calibration of the GPU description's fitted constants on measurements (issue #29).
 
-Each constant is set by named rows of a measurement file, in three stages, each a closed form
+Each constant is set by named rows of a measurement file, in stages, each a closed form
 the model reduces to on those rows:
 
+0. **Issue-bound rows, by slots** set `stage_instr` (fit_stage): at a tile where the CU's pools
+   are the bottleneck, each slot more adds the same time, a cost per work-group and pipeline
+   stage on the pools: per (kernel, tile) the slope of the measured time over slots 4..8; the
+   model's slope is stage_instr x (the busiest CU's work-groups x the cycles an instruction
+   count takes on its pools), so stage_instr follows by least squares through the origin over
+   the groups (a kernel of few work-groups a CU, such as Elementwise's 32 of 1,024 steps each,
+   weighs little: its slope is near nothing either way).
 1. **Issue-bound rows** set the consumers' barrier code (`step_instr`, `queue_instr`,
    `store_instr`): rows of the large grid whose measured time is at least ISSUE_BOUND x the
    DRAM bound (bytes / sustained bandwidth), that keep at least MIN_SLOTS slots (latency
    covered) and whose LDS does not limit the work-groups resident (as many as the
    wavefront slots allow). There the CU's pools are the bottleneck and the model's time per step is
    (step + queue x descriptors + store x stores) x consumer wavefronts x wave_instr /
-   active pools, so the three counts follow by non-negative linear least squares
+   active pools (plus the stage cost spread over the steps, subtracted), so the three counts follow by non-negative linear least squares
    (scipy.optimize.lsq_linear) from the measured cycles per step of the busiest CU.
 2. **Small-grid issue-bound rows** set `dep_instr_cycles`: there every work-group of a CU is
    resident at once, so a step takes its instructions' dependent chain (fit_chain).
@@ -17,7 +24,10 @@ the model reduces to on those rows:
    sustained bandwidth on the model; per kernel the least measured - modelled time (a cost
    every configuration pays is at most that), then the median over the kernels.
 
-`leave_one_out` refits without one kernel family and predicts it.
+`leave_one_out` refits without one kernel family and predicts it. Rows that are slower than
+both neighbours (same kernel, size and tile; one slot fewer and one more) by OUTLIER_RATIO are
+measurement outliers (`outliers`: e.g. Dot-Product paper 512/2, 49 us between 24 and 16) and set
+no constant; the comparison keeps them.
 """
 from __future__ import annotations
 
@@ -29,13 +39,14 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import COMPARED, Measurement, compare, scaled_kernel
+from .hardware import COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel
 from .params import Machine
-from .sim import occupancy
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
 MIN_SLOTS = 4       # ... and keeps this many slots (the round trip covered)
+OUTLIER_RATIO = 1.4  # a row this much slower than both slot neighbours is an outlier (set no constant)
+STAGE_SLOTS = (MIN_SLOTS, 8)  # the stage cost's slope is taken over these slots (latency covered)
 FAMILIES = {"streaming": ("Elementwise", "ElementwiseK", "Sumvectors"), "reduction": ("Dot-Product",),
             "matrix": ("Matrix-Vector",)}
 
@@ -52,24 +63,101 @@ def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float
     return steps, descs, stores, per_instr
 
 
+def outliers(rows: list[Measurement]) -> set:
+    """(kernel, size, tile, slots) of the TMA rows slower than both slot neighbours (same kernel,
+    size and tile) by OUTLIER_RATIO or more: isolated measurement outliers, not a trend."""
+    t = {(r.kernel, r.size, r.tile, r.slots): r.time_us for r in rows if r.variant == "att" and r.fits and r.tile}
+    out = set()
+    for (k, size, tile, s), v in t.items():
+        lo, hi = t.get((k, size, tile, s - 1)), t.get((k, size, tile, s + 1))
+        if lo and hi and v >= OUTLIER_RATIO * max(lo, hi):
+            out.add((k, size, tile, s))
+    return out
+
+
+def _clean(rows: list[Measurement]) -> list[Measurement]:
+    bad = outliers(rows)
+    return [r for r in rows if (r.kernel, r.size, r.tile, r.slots) not in bad]
+
+
+def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
+    total = work_groups * (work.moved_bytes() + work.output_bytes)
+    return total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
+
+
+def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[dict]:
+    """Per (kernel, tile) of the big grid whose rows at slots STAGE_SLOTS are all issue-bound
+    (measured >= ISSUE_BOUND x the DRAM bound) and whose LDS never limits residency: the slope
+    of the measured time over the slots (least squares), and what it is per work-group and stage
+    in instructions a wavefront: slope x clock / (busiest CU's work-groups x cycles an
+    instruction count takes on the CU's pools)."""
+    lo, hi = STAGE_SLOTS
+    by: dict = {}
+    for r in _clean(rows):
+        if (r.variant == "att" and r.fits and r.size == size and r.kernel in kernels
+                and lo <= r.slots <= hi):
+            by.setdefault((r.kernel, r.tile, r.work_groups), []).append(r)
+    out = []
+    for (kernel, tile, wgs_total), rs in sorted(by.items()):
+        work = Work.of(scaled_kernel(kernel, wgs_total))
+        if len(rs) < 3 or any(r.time_us < ISSUE_BOUND * _dram_us(m, work, wgs_total) for r in rs):
+            continue
+        full = m.max_waves // (work.consumer_wavefronts + 1)
+        if any(measured_residency(m, work, tile, r.slots) < full for r in rs):
+            continue
+        slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
+        wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
+        per_instr = _step_terms(m, work, tile)[3]
+        out.append({"kernel": kernel, "tile": tile, "work_groups": wgs_total, "slope_us": slope,
+                    "instr": slope * m.clock_mhz / (wgs * per_instr), "us_per_instr": wgs * per_instr / m.clock_mhz,
+                    "rows": rs})
+    return out
+
+
+def fit_stage(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[float, list]:
+    """stage_instr: measured slope = stage_instr x us_per_instr over stage_groups, by
+    non-negative least squares through the origin; returns the value and the rows used."""
+    groups = stage_groups(m, rows, kernels=kernels)
+    if not groups:
+        raise ValueError("no issue-bound (kernel, tile) with slots 4..8 to set the per-stage cost")
+    res = optimize.lsq_linear(np.array([[g["us_per_instr"]] for g in groups]),
+                              np.array([g["slope_us"] for g in groups]), bounds=(0, np.inf))
+    return float(res.x[0]), [r for g in groups for r in g["rows"]]
+
+
+def stage_cross(m: Machine, rows: list[Measurement]) -> list[dict]:
+    """The stage cost fitted on one kernel family's rows alone, predicting the slope (us per
+    slot) of each other family's groups: {fitted_on, stage_instr, kernel, tile, measured, predicted}."""
+    out = []
+    for family, members in FAMILIES.items():
+        try:
+            stage, _ = fit_stage(m, rows, members)
+        except ValueError:
+            continue
+        for g in stage_groups(m, rows):
+            if g["kernel"] not in members:
+                out.append({"fitted_on": family, "stage_instr": stage, "kernel": g["kernel"], "tile": g["tile"],
+                            "measured": g["slope_us"], "predicted": stage * g["us_per_instr"]})
+    return out
+
+
 def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
     out = []
-    for r in rows:
+    for r in _clean(rows):
         if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
-        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
-        dram_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
-        if r.time_us < ISSUE_BOUND * dram_us:
+        if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
             continue
-        cfg = Config(r.tile, (r.slots,) * len(work.queues))
-        if occupancy(m, work, cfg) < m.max_waves // (work.consumer_wavefronts + 1):
+        if measured_residency(m, work, r.tile, r.slots) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
         cycles_per_step = r.time_us * m.clock_mhz / (wgs * steps)
-        out.append((r, [1.0, descs, stores], cycles_per_step / per_instr))
+        # less the stage cost (m.stage_instr a stage, once per work-group), spread over its steps
+        depth = max(measured_config(work, r.tile, r.slots).slots)
+        out.append((r, [1.0, descs, stores], cycles_per_step / per_instr - m.stage_instr * depth / steps))
     return out
 
 
@@ -93,18 +181,21 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
     chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
     launch) x clock / (steps x instructions per step); the median over the rows."""
     per, used = [], []
-    for r in rows:
+    for r in _clean(rows):
         if (r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile > 256
                 or r.slots < MIN_SLOTS):
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        if occupancy(m, work, cfg) < wgs:
+        if measured_residency(m, work, r.tile, r.slots) < wgs:
             continue
-        steps, descs, stores, _ = _step_terms(m, work, r.tile)
+        steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
-        per.append((r.time_us * 1000.0 - launch_ns) * m.clock_mhz / 1000.0 / (steps * instrs))
+        # less the stage cost: the resident work-groups set their stages up one after another,
+        # while their first tiles are on the way (what is left beyond that round trip)
+        setup = max(0.0, wgs * m.stage_instr * max(cfg.slots) * per_instr - m.lat_att - m.lat_dram)
+        per.append(((r.time_us * 1000.0 - launch_ns) * m.clock_mhz / 1000.0 - setup) / (steps * instrs))
         used.append((r.kernel, r.tile, r.slots))
     if not per:
         raise ValueError("no issue-bound small-grid rows to set the instruction chain's latency")
@@ -119,15 +210,14 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
     operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
     out = []
-    for r in rows:
+    for r in _clean(rows):
         if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile < STREAM_TILE:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
-        cfg = Config(r.tile, tuple(min(r.slots, work.tiles(i, r.tile)) for i in range(len(work.queues))))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        occ = min(occupancy(m, work, cfg), wgs)
+        occ = min(measured_residency(m, work, r.tile, r.slots), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
         total = r.work_groups * (work.moved_bytes() + work.output_bytes)
@@ -150,7 +240,7 @@ def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[
 
 def with_constants(m: Machine, c: dict) -> Machine:
     """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
-    fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr")}
+    fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr", "stage_instr")}
     if "dram_stream_cost" in c:
         fields["dram_stream_cost"] = c["dram_stream_cost"]
     if "dep_instr_cycles" in c:
@@ -165,7 +255,7 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
     time (launch 0) over the small grid's rows that stream at 80% of sustained bandwidth or
     more on the model; then the median over the kernels."""
     m0 = dataclasses.replace(m, launch=0.0)
-    picked = [r for r in rows if r.size == size and r.kernel in kernels]
+    picked = [r for r in _clean(rows) if r.size == size and r.kernel in kernels]
     gaps, used = {}, []
     for res in compare(picked, gst, kernels=kernels, m=m0):
         work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
@@ -182,12 +272,15 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
 
 def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
     """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
+    stage, stage_used = fit_stage(m, rows, kernels)
+    m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
+    c["stage_instr"] = stage
     c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
     launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
     c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
     c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
-    return c, {"step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
+    return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
                "dep_instr_cycles": chain_used,
                "launch_ns": launch_used}
 

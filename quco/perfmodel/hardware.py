@@ -31,8 +31,7 @@ from ..gst import tables
 from ..host.kernel import load_kernel
 from .params import machine
 from .search import evaluate
-from .sim import occupancy
-from .work import Config, Work, fits
+from .work import Config, Work
 
 FIELDS = ("kernel", "variant", "size", "work_groups", "tile", "slots", "block_m", "block_k", "fits",
           "time_us", "bytes", "gbps", "smem_required")
@@ -63,6 +62,7 @@ class Measurement:
     block_m: int | None = None
     block_k: int | None = None
     bytes: int | None = None
+    smem_required: int | None = None  # the shared memory a configuration that did not fit asked for
 
 
 def _whole(path, line: int, field: str, text: str, lo: int, hi: int, optional: bool = True) -> int | None:
@@ -119,7 +119,8 @@ def read(path) -> list[Measurement]:
             r["kernel"], r["variant"], r["size"], _whole(path, line, "work_groups", r["work_groups"], 1, 1 << 31, False),
             _whole(path, line, "tile", r["tile"], 1, 1 << 24), _whole(path, line, "slots", r["slots"], 1, 64),
             fit, t, _whole(path, line, "block_m", r["block_m"], 1, 1 << 16),
-            _whole(path, line, "block_k", r["block_k"], 1, 1 << 16), _whole(path, line, "bytes", r["bytes"], 0, 1 << 50)))
+            _whole(path, line, "block_k", r["block_k"], 1, 1 << 16), _whole(path, line, "bytes", r["bytes"], 0, 1 << 50),
+            _whole(path, line, "smem_required", r["smem_required"], 1, 1 << 40)))
     if not out:
         raise HardwareDataError(f"{path}: no measurement rows after the header")
     return out
@@ -150,12 +151,44 @@ def measured_config(work: Work, tile: int, slots: int) -> Config:
     return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))))
 
 
+def measured_smem(m, work: Work, tile: int, slots: int) -> int:
+    """Shared memory the measured kernel asks for at (tile, slots), as its README states the
+    layout: max(1, slots - 1) buffers of every queue's tile (the consumers read a tile into
+    registers, so the slot they compute on is free again: Triton's pipeliner allocates one
+    buffer less than its stages), whatever the loop's length; one staging tile of the output
+    where a step stores its results (a TMA store leaves from shared memory); an mbarrier
+    (m.barrier_bytes) a buffer. Elementwise 8192/8: 7 x 2 x 16 KiB + 16 KiB + 7 x 8 = 245,816 B,
+    the measured figure. From the kernel description only: its queues, and its output per step."""
+    steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
+    buffers = max(1, slots - 1)
+    stage = sum(min(tile, work.pass_length(i)) * q.elem_size for i, q in enumerate(work.queues))
+    out = work.output_bytes / (work.passes * steps)
+    staging = math.ceil(out) if out >= m.cache_line else 0
+    return buffers * (stage + m.barrier_bytes) + staging
+
+
+def measured_residency(m, work: Work, tile: int, slots: int) -> int:
+    """Work-groups of the measured kernel an SM holds at (tile, slots): its shared memory
+    (measured_smem) plus the block's reserved bytes against the SM's, at most what one block
+    may ask (the SM's less the reserved), and the warps (consumers + producer, as the model)."""
+    need = measured_smem(m, work, tile, slots)
+    if need > m.lds_bytes - m.lds_reserved:
+        return 0
+    return min(m.lds_bytes // (need + m.lds_reserved), m.max_waves // (work.consumer_wavefronts + 1))
+
+
 def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
+    """The model on each measured configuration: the measured kernel's pipelining depth
+    (measured_config) and its residency (measured_residency: its own shared-memory layout, not
+    QuCo's unit's, which holds `slots` tiles a queue and counts barriers against the GST's
+    barrier_limit; the model's LDS limit is lifted so that the measured one applies)."""
+    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
     out = []
     for r in measured:
         cfg = measured_config(work, r.tile, r.slots)
-        ok = fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
-        out.append(Point(r.tile, r.slots, r.time_us, evaluate(m, work, cfg).ns / 1000.0 if ok else None))
+        occ = measured_residency(m, work, r.tile, r.slots)
+        out.append(Point(r.tile, r.slots, r.time_us,
+                         evaluate(free, work, cfg, max_occupancy=occ).ns / 1000.0 if occ >= 1 else None))
     return out
 
 

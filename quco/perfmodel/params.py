@@ -46,7 +46,7 @@ GPU_FIELDS = {
     "att_issue_cycles": 4, "att_box_rows": 1, "step_instr": 0, "queue_instr": 2, "store_instr": 0,
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
-    "code_on_pools": 1,
+    "code_on_pools": 1, "stage_instr": 0,
 }
 
 
@@ -106,6 +106,8 @@ class Machine:
     dram_stream_cost: float = 0.0      # DRAM rate lost per concurrent sequential stream (1/(1+c x n))
     barrier_bytes: int = 0             # > 0: barriers live in the LDS (this many bytes each), no
                                        # per-CU count limits them; 0: barrier_limit per CU
+    stage_instr: float = 0.0           # instructions per wavefront a work-group runs once per pipeline
+                                       # stage (its deepest queue's slots): setting the stage up and down
 
     @property
     def flops_per_cycle(self) -> float:
@@ -151,7 +153,8 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         step_instr=float(d["step_instr"]), queue_instr=float(d["queue_instr"]), store_instr=float(d["store_instr"]),
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
         barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
-        dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]))
+        dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
+        stage_instr=float(d["stage_instr"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

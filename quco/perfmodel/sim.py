@@ -213,6 +213,12 @@ class Model:
         self.transfers, self.latency_sum = 0, 0.0
         self.trace: list = []
         self._plans: dict = {}
+        # the per-stage cost: before its first transfer a work-group sets up each stage of its
+        # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
+        # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
+        # (where the barrier code runs there: code_on_pools)
+        self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
+                      * m.wave_instr / active_pools) if mode == "att" else 0.0
 
     def _groups(self) -> list[Group]:
         w, t, out = self.work, self.cfg.tile, []
@@ -318,6 +324,8 @@ class Model:
         lds, m = const("LDS_LATENCY"), self.m
         waves = self.work.consumer_wavefronts
         used = [0] * len(self.groups)
+        # the stage set-up runs on the pools while the first tiles are on their way
+        yield from self._compute(slot, 0, 0.0, code=self.setup)
         for p, k, phase_end, step_bytes, descs, loads in self._walk(first_wg):
             t0 = ready = env.now
             for gi, _, _, _ in loads:
