@@ -154,3 +154,24 @@ def test_measured_residency_closed_forms():
     assert [hardware.measured_residency(m, ek, 8192, s) for s in (7, 8)] == [2, 1]
     assert hardware.measured_smem(m, dp, 8192, 1) == hardware.measured_smem(m, dp, 8192, 2) == 32768 + 8
     assert [hardware.measured_residency(m, dp, 8192, s) for s in (2, 3, 4, 5, 8)] == [6, 3, 2, 1, 1]
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="shared hardware data not present")
+def test_one_step_loops_that_ran_past_their_buffers_were_not_pipelined():
+    """hardware.unpipelined_tiles: Matrix-Vector's 2048-element tile is its whole K (one step)
+    and its 8-slot row ran, which 7 stage buffers of 36 KiB could not: that loop was folded
+    before pipelining, at every slot count, so its residency is one buffer's. Dot-Product's
+    one-step tile (8192) was pipelined (its 5..8 slots lose residency), and so is every tile
+    of a loop with more than one step, whatever its rows did."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    rows = read(DATA)
+    for kernel, size, expect in (("Matrix-Vector", "big", {2048}), ("Matrix-Vector", "paper", {2048}),
+                                 ("Dot-Product", "big", set()), ("Elementwise", "big", set())):
+        sel = [r for r in rows if r.kernel == kernel and r.size == size and r.variant == "att"]
+        work = Work.of(hardware.scaled_kernel(kernel, sel[0].work_groups))
+        assert hardware.unpipelined_tiles(m, work, sel) == expect, (kernel, size)
+    mv = Work.of(hardware.scaled_kernel("Matrix-Vector", 16384))
+    # folded: one 2048-element buffer of each of the 9 queues (8 rows of A and x) + its mbarrier
+    assert hardware.measured_smem(m, mv, 2048, 8, pipelined=False) == 9 * 2048 * 2 + 8
+    assert hardware.measured_residency(m, mv, 2048, 8, pipelined=False) >= 1
+    assert hardware.measured_residency(m, mv, 2048, 8) == 0

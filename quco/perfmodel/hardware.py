@@ -151,7 +151,7 @@ def measured_config(work: Work, tile: int, slots: int) -> Config:
     return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))))
 
 
-def measured_smem(m, work: Work, tile: int, slots: int) -> int:
+def measured_smem(m, work: Work, tile: int, slots: int, pipelined: bool = True) -> int:
     """Shared memory the measured kernel asks for at (tile, slots), as its README states the
     layout: max(1, slots - 1) buffers of every queue's tile (the consumers read a tile into
     registers, so the slot they compute on is free again: Triton's pipeliner allocates one
@@ -160,21 +160,38 @@ def measured_smem(m, work: Work, tile: int, slots: int) -> int:
     (m.barrier_bytes) a buffer. Elementwise 8192/8: 7 x 2 x 16 KiB + 16 KiB + 7 x 8 = 245,816 B,
     the measured figure. From the kernel description only: its queues, and its output per step."""
     steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
-    buffers = max(1, slots - 1)
+    buffers = max(1, slots - 1) if pipelined else 1
     stage = sum(min(tile, work.pass_length(i)) * q.elem_size for i, q in enumerate(work.queues))
     out = work.output_bytes / (work.passes * steps)
     staging = math.ceil(out) if out >= m.cache_line else 0
     return buffers * (stage + m.barrier_bytes) + staging
 
 
-def measured_residency(m, work: Work, tile: int, slots: int) -> int:
+def measured_residency(m, work: Work, tile: int, slots: int, pipelined: bool = True) -> int:
     """Work-groups of the measured kernel an SM holds at (tile, slots): its shared memory
     (measured_smem) plus the block's reserved bytes against the SM's, at most what one block
     may ask (the SM's less the reserved), and the warps (consumers + producer, as the model)."""
-    need = measured_smem(m, work, tile, slots)
+    need = measured_smem(m, work, tile, slots, pipelined)
     if need > m.lds_bytes - m.lds_reserved:
         return 0
     return min(m.lds_bytes // (need + m.lds_reserved), m.max_waves // (work.consumer_wavefronts + 1))
+
+
+def unpipelined_tiles(m, work: Work, measured: list[Measurement]) -> set[int]:
+    """Tiles at which the measured kernel's loop was evidently not pipelined: the loop has one
+    step (the tile is the whole queue) and a row at that tile ran although `slots - 1` buffers
+    cannot be allocated. A loop with constant bounds and one iteration is replaced by its body
+    before the pipeliner sees it (MLIR's scf.for canonicalisation, SimplifyTrivialLoops), so no
+    stage buffers exist at any slot count of that tile; a loop whose bound is a run-time value
+    is pipelined even at one step (Dot-Product 8192/5..8 lose residency, 1.5x). The kernel
+    description does not say which bound a kernel's source made constant: the measured row
+    does (Matrix-Vector 2048/8 ran at 185 us, where 7 x 36 KiB do not fit)."""
+    out = set()
+    for r in measured:
+        one_step = r.tile is not None and max(work.tiles(i, r.tile) for i in range(len(work.queues))) == 1
+        if one_step and r.fits and r.slots and measured_residency(m, work, r.tile, r.slots) < 1:
+            out.add(r.tile)
+    return out
 
 
 def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
@@ -183,10 +200,11 @@ def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
     QuCo's unit's, which holds `slots` tiles a queue and counts barriers against the GST's
     barrier_limit; the model's LDS limit is lifted so that the measured one applies)."""
     free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
+    flat = unpipelined_tiles(m, work, measured)
     out = []
     for r in measured:
         cfg = measured_config(work, r.tile, r.slots)
-        occ = measured_residency(m, work, r.tile, r.slots)
+        occ = measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
         out.append(Point(r.tile, r.slots, r.time_us,
                          evaluate(free, work, cfg, max_occupancy=occ).ns / 1000.0 if occ >= 1 else None))
     return out
