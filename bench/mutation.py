@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
+MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "util/schema.py", "util/userinput.py",
            "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py",
            "workloads/runner.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it

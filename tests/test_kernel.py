@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from conftest import EXAMPLES_DIR
 from quco.gst import abi
-from quco.gst.schema import CONTROL
+from quco.util.schema import CONTROL
 from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel, schema
 
 EXAMPLES = EXAMPLES_DIR

@@ -11,8 +11,8 @@ import sys
 from rich.console import Console
 
 from ..gst import tables
-from ..gst.userinput import int_option, printable
-from ..host import atomic
+from ..util.userinput import int_option, printable
+from ..util import atomic
 from ..host.kernel import partition_problems
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5

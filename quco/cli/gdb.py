@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from . import common
-from ..gst.userinput import printable, whole_number
+from ..util.userinput import printable, whole_number
 from ..host.kernel import load_kernel
 
 MAX_LAUNCHES = 10_000  # a session a person steps through; each launch is pushed when the last ends

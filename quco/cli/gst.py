@@ -9,8 +9,8 @@ from rich.table import Table
 
 from . import common
 from ..gst import abi, tables
-from ..gst.userinput import printable
-from ..host import atomic
+from ..util.userinput import printable
+from ..util import atomic
 
 
 def _text(raw: bytes) -> str:

@@ -14,8 +14,9 @@ from . import perf
 from .common import (EXIT_MISMATCH, EXIT_STATUS, UserError, checked_gst, checked_profile, clock_mhz, err,
                      out, target, write_output)
 from ..gst import abi, tables
-from ..gst.userinput import printable
-from ..host import atomic, explain, profile, reference
+from ..util.userinput import printable
+from ..host import explain, profile, reference
+from ..util import atomic
 from ..host.device import QUCO_CLOCK_MHZ, Device, LaunchResult, result_from
 from ..host.kernel import load_kernel
 

@@ -139,7 +139,7 @@ def cmd_paper(args) -> int:
     elf.load(firmware_path(args.firmware))
     before = None
     if args.baseline is not None:
-        from ..gst.userinput import UserFileError
+        from ..util.userinput import UserFileError
         try:
             before = scorecard.read_baseline(args.baseline)
         except UserFileError as e:

@@ -14,8 +14,8 @@ from rich.text import Text
 from . import common
 from ..examples import KERNELS as EXAMPLES
 from ..gst import tables
-from ..gst.userinput import printable
-from ..host import atomic
+from ..util.userinput import printable
+from ..util import atomic
 from ..host.kernel import load_kernel
 from ..perfmodel import evaluate as ev
 from ..perfmodel import search, space
@@ -425,7 +425,7 @@ def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")
-        from ..host.atomic import write_text
+        from ..util.atomic import write_text
         write_text(trace_path, json.dumps(doc))
     return {"config": cfg.label(work), **o.as_dict(), "clock_mhz": m.clock_mhz}
 

@@ -18,9 +18,9 @@ from rich.text import Text
 from .common import EXIT_MISMATCH, UserError, checked_gst, checked_profile, clock_mhz, err, out
 from .perf import spaces_doc, model_bound, planned, space_summary
 from ..gst import abi, tables
-from ..gst.userinput import printable, whole_number
-from ..host import atomic
-from ..host.atomic import write_text
+from ..util.userinput import printable, whole_number
+from ..util import atomic
+from ..util.atomic import write_text
 from ..host.device import QUCO_CLOCK_MHZ
 from ..perfmodel.params import machine
 from ..perfmodel.work import Work
@@ -327,7 +327,7 @@ def _dvfs_table(c: dict, every_layer: bool) -> tuple[Table, list[str]]:
 
 
 def cmd_import(args) -> int:
-    from ..gst.userinput import printable
+    from ..util.userinput import printable
     from ..workloads import onnx_import
     if not args.output:
         raise UserError("-o/--output: empty; expected the workload JSON file to write")

@@ -10,7 +10,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from . import abi
-from .userinput import UserFileError, printable, read_bytes, read_toml
+from ..util.userinput import UserFileError, printable, read_bytes, read_toml
 
 PRESET_DIR = Path(files(__package__) / "presets")  # package data
 MAX_TOML_BYTES = 64 * 1024  # a preset is about 3 KB; a cap keeps /dev/zero and 10 MB strings out

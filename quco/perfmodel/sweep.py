@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..gst import abi, tables
-from ..gst.userinput import printable
+from ..util.userinput import printable
 from ..host import reference
-from ..host.atomic import atomic_path, check_target, plan
+from ..util.atomic import atomic_path, check_target, plan
 from . import params, search
 from .work import Config, Work
 
@@ -247,7 +247,7 @@ TABLE_FORMATS = (".csv", ".parquet")
 def check_table_path(path) -> None:
     """Refuse, before a sweep runs, a table path write_table could not write: a suffix other
     than .csv or .parquet (a descriptor such as /dev/stdout takes CSV), Parquet without
-    pyarrow, a target that is no file (host/atomic.py)."""
+    pyarrow, a target that is no file (util/atomic.py)."""
     if str(path) == "":
         raise SweepError("no table file given (an empty name); expected a .csv or .parquet file")
     descriptor = plan(path)[0] == "fd"  # /dev/stdout, /dev/fd/N: CSV, whatever the name

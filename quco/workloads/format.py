@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gst import schema, userinput
-from ..gst.schema import field_path, value_text
+from ..util import schema, userinput
+from ..util.schema import field_path, value_text
 from ..host.kernel import Kernel, KernelError, load_kernel, parse_kernel
 from . import derive
 
@@ -68,7 +68,7 @@ class Workload:
 
 @functools.lru_cache(maxsize=1)
 def _checker() -> schema.Checker:
-    """workload.schema.json with kernel.json's rules and words (gst/schema.py)."""
+    """workload.schema.json with kernel.json's rules and words (util/schema.py)."""
     return schema.Checker(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
