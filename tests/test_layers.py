@@ -31,6 +31,7 @@ LAYERS = (
     ("host",),                          # the library: device shim, kernel schema, reference model
     ("emulator",),                      # the Unicorn SoC that runs the firmware
     ("gst", "firmware", "examples"),    # the ABI and presets, the firmware image, the bundled files
+    ("util",),                          # reading input, atomic writes, the parallel executor
 )
 
 
@@ -312,6 +313,6 @@ def test_the_check_finds_a_cycle_inside_a_folder(tmp_path):
 
 def test_a_good_import_passes(tmp_path):
     root = planted(tmp_path, "host", {"good_m.py": "from ..gst import abi\nfrom .device import Device\n"
-                                                   "from ..firmware import IMAGE\nfrom . import atomic\n"
+                                                   "from ..firmware import IMAGE\nfrom ..util import atomic\n"
                                                    "import importlib\nimportlib.import_module('quco.gst.abi')\n"})
     assert problems(root, root / TOP / "host" / "good_m.py") == []

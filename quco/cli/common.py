@@ -114,8 +114,8 @@ def check_sweep_options(args) -> None:
     scheduler (it has its own workers)."""
     if args.scheduler is None:
         return
-    from ..perfmodel import sweep  # imports nothing heavy; dask only when a sweep runs
-    sweep.check_scheduler(args.scheduler)
+    from ..util import parallel  # imports nothing heavy; dask only when a sweep runs
+    parallel.check_scheduler(args.scheduler)
     if args.workers is not None and args.scheduler != "local-dask":
         raise UserError(f"--workers {args.workers}: local worker processes; the scheduler "
                         f"{printable(args.scheduler)} has its own workers")

@@ -37,7 +37,7 @@ from ..util.userinput import printable
 from ..util import atomic
 from ..host.device import DeviceError, firmware_path
 from ..host.kernel import KernelError
-from ..perfmodel.sweep import SweepError
+from ..util.parallel import SweepError
 
 if _GUARD:  # loaded: main() handles Ctrl-C from here on
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -144,7 +144,7 @@ def cmd_paper(args) -> int:
             before = scorecard.read_baseline(args.baseline)
         except UserFileError as e:
             raise fail(f"--baseline: {e}") from None
-    from ..perfmodel.sweep import SweepError
+    from ..util.parallel import SweepError
     start = time.monotonic()
     show = not args.json and os.isatty(2)
     with Progress(console=common.err, transient=True, disable=not show) as bar:

@@ -284,19 +284,19 @@ def _kernel_task(task):
 
 
 def _run(tasks, args, fn):
-    from ..perfmodel import sweep  # imports dask lazily: only a sweep needs it
+    from ..util import parallel  # imports dask lazily: only a sweep needs it
     # on stderr: `evaluate > rows.txt` holds the tables alone and `| head -1` gets the first line at once
     with Progress(console=common.err, transient=True, disable=args.json or not common.err.is_terminal) as bar:
         job = bar.add_task("model", total=len(tasks))
-        return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
+        return parallel.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
                          progress=lambda done, total: bar.update(job, completed=done))
 
 
 def cmd_evaluate(args) -> int:
     out = common.out
-    from ..perfmodel import sweep
+    from ..util import parallel
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
-        sweep.check_table_path(args.out)
+        parallel.check_table_path(args.out)
     atomic.check_folder(args.plot)
     common.check_sweep_options(args)
     gpus = args.gpu or tables.preset_names()
@@ -330,7 +330,7 @@ def cmd_evaluate(args) -> int:
     summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
                "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
     if args.out is not None:
-        sweep.write_table(rows, args.out)
+        parallel.write_table(rows, args.out)
     if args.plot is not None:
         from ..perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
     ("hardware", "heldout")  the same rows from the model refitted without the kernel's family
                              (quco.perfmodel.fit.leave_one_out): the model's evidence on this data
 
-`compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
+`compute(keys, ...)` fans the tasks out with quco.util.parallel.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
 the claims that need it say "could not compute", the others are still judged.
 """
@@ -87,7 +87,7 @@ def gpus_of(key: tuple) -> set[str]:
 
 # ---------------------------------------------------------------- one task per source
 def source(task) -> dict:
-    """Top-level and picklable: what sweep.run calls in a worker. (key, firmware)."""
+    """Top-level and picklable: what parallel.run calls in a worker. (key, firmware)."""
     key, firmware = task
     start = time.process_time()
     try:
@@ -318,13 +318,13 @@ def _order(key: tuple) -> tuple:
 
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
     """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
-    from ..perfmodel import sweep
+    from ..util import parallel
     keys = list(dict.fromkeys(keys))
     tasks = [k for k in keys if k[0] != "portability"]
     if ("portability",) in keys:
         tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
     tasks.sort(key=_order)
-    results = sweep.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
+    results = parallel.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
                         chunk=1, progress=progress)
     out = dict(zip(tasks, results))
     if ("portability",) in keys:
