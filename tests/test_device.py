@@ -7,7 +7,7 @@ from quco.gst import abi
 from quco.gst.abi import Status
 from quco.host import reference
 from quco.host.device import Device, DeviceError, describe
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 MM = MM_KERNEL
 

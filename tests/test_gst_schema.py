@@ -10,7 +10,7 @@ import pytest
 from jsonschema.exceptions import SchemaError
 
 from quco.util import schema
-from quco.host import kernel
+from quco.kernel import format as kernel
 from quco.workloads import format as workload_format
 from quco.util.schema import MAX_PROBLEMS, PRINTABLE, Checker, allowed, key, kind_of, num, report, value_text
 

@@ -30,6 +30,7 @@ LAYERS = (
     ("perfmodel",),                     # the performance model that judges configurations
     ("host",),                          # the library: device shim, kernel schema, reference model
     ("emulator",),                      # the Unicorn SoC that runs the firmware
+    ("kernel",),                        # the kernel format: kernel.json, checked and packed
     ("gst", "firmware", "examples"),    # the ABI and presets, the firmware image, the bundled files
     ("util",),                          # reading input, atomic writes, the parallel executor
 )

@@ -10,7 +10,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from quco.gst import tables
-from quco.host.kernel import Kernel
+from quco.kernel.format import Kernel
 from quco.perfmodel import sweep
 from quco.perfmodel.sweep import gst_variants, sweep_task
 from quco.util import parallel

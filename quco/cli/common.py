@@ -13,7 +13,7 @@ from rich.console import Console
 from ..gst import tables
 from ..util.userinput import int_option, printable
 from ..util import atomic
-from ..host.kernel import partition_problems
+from ..kernel.format import partition_problems
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6

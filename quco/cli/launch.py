@@ -18,7 +18,7 @@ from ..util.userinput import printable
 from ..host import explain, profile, reference
 from ..util import atomic
 from ..host.device import QUCO_CLOCK_MHZ, Device, LaunchResult, result_from
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 
 
 def _device(gpu: str, gst: bytes, firmware, **options) -> Device:

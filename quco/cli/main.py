@@ -36,7 +36,7 @@ from ..gst import tables
 from ..util.userinput import printable
 from ..util import atomic
 from ..host.device import DeviceError, firmware_path
-from ..host.kernel import KernelError
+from ..kernel.format import KernelError
 from ..util.parallel import SweepError
 
 if _GUARD:  # loaded: main() handles Ctrl-C from here on

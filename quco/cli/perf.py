@@ -16,7 +16,7 @@ from ..examples import KERNELS as EXAMPLES
 from ..gst import tables
 from ..util.userinput import printable
 from ..util import atomic
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 from ..perfmodel import evaluate as ev
 from ..perfmodel import search, space
 from ..perfmodel.params import machine

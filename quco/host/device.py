@@ -20,7 +20,7 @@ from ..emulator import elf, soc, timing
 from ..firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or the wheel's copy
 from ..gst import abi, tables
 from ..gst.abi import Status
-from .kernel import DEFAULT_WAVEFRONTS, check_values
+from ..kernel.format import DEFAULT_WAVEFRONTS, check_values
 
 
 

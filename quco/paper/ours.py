@@ -36,7 +36,7 @@ from ..examples import KERNELS, WORKLOADS
 from ..gst import tables
 from ..gst import abi
 from ..host.device import QUCO_CLOCK_MHZ, Device, firmware_path
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 from ..perfmodel.work import STREAMING, Config
 
 GPUS = ("r9-nano", "mi100", "radeon-530")     # Table III's three; Fig. 1 and 10 use them all

@@ -12,7 +12,7 @@ import math
 
 from ..gst import abi, tables
 from ..host.device import Device
-from ..host.kernel import Kernel
+from ..kernel.format import Kernel
 from . import search
 from .params import machine
 from .sim import occupancy

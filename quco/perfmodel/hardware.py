@@ -28,7 +28,7 @@ from scipy import stats
 
 from ..examples import HARDWARE
 from ..gst import tables
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 from .params import machine
 from .search import evaluate
 from .sim import occupancy

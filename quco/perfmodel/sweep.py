@@ -65,7 +65,7 @@ class SweepTask(NamedTuple):
 
 
 def make_tasks(g: dict, vary: dict[str, list], kernels) -> list[SweepTask]:
-    """One task per GST variant x kernel (quco.host.kernel.Kernel), variants outermost."""
+    """One task per GST variant x kernel (quco.kernel.format.Kernel), variants outermost."""
     return [SweepTask(values, overrides, Work.of(k), k.record())
             for overrides, values in gst_variants(g, vary) for k in kernels]
 

@@ -22,7 +22,7 @@ import simpy
 
 from ..gst import abi, tables
 from ..host.device import QUCO_CLOCK_MHZ, Device
-from ..host.kernel import partition_problems
+from ..kernel.format import partition_problems
 from ..perfmodel import search
 from ..perfmodel.params import Machine, machine
 from ..perfmodel.sim import occupancy
