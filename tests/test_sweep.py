@@ -1,4 +1,4 @@
-"""quco.util.parallel and quco.perfmodel.sweep: the same rows, in task order, in process, on a process pool and on
+"""quco.util.parallel and quco.harness.sweep: the same rows, in task order, in process, on a process pool and on
 Dask; atomic tables; GST variants checked as the unit checks them."""
 import csv
 import operator
@@ -11,8 +11,8 @@ from distributed import Client, LocalCluster
 
 from quco.gst import tables
 from quco.kernel.format import Kernel
-from quco.perfmodel import sweep
-from quco.perfmodel.sweep import gst_variants, sweep_task
+from quco.harness import sweep
+from quco.harness.sweep import gst_variants, sweep_task
 from quco.util import parallel
 from quco.util.parallel import SweepError, run, write_table
 

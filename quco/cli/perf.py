@@ -17,7 +17,7 @@ from ..gst import tables
 from ..util.userinput import printable
 from ..util import atomic
 from ..kernel.format import load_kernel
-from ..perfmodel import evaluate as ev
+from ..harness import evaluate as ev
 from ..perfmodel import search, space
 from ..perfmodel.params import machine
 from ..perfmodel.sim import occupancy, pass_period

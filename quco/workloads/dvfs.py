@@ -16,7 +16,7 @@ from pathlib import Path
 from ..examples import WORKLOADS
 from ..util import schema
 from ..util.userinput import printable
-from ..perfmodel.evaluate import geomean
+from ..harness.evaluate import geomean
 from . import baselines, runner
 from .format import WorkloadError, Workload, read_json
 

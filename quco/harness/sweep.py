@@ -16,8 +16,8 @@ from typing import NamedTuple
 from ..gst import abi, tables
 from ..host import reference
 from ..util.parallel import SweepError
-from . import params, search
-from .work import Config, Work
+from ..perfmodel import params, search
+from ..perfmodel.work import Config, Work
 
 
 # ---------------------------------------------------------------- GST variants

@@ -13,10 +13,10 @@ import math
 from ..gst import abi, tables
 from ..host.device import Device
 from ..kernel.format import Kernel
-from . import search
-from .params import machine
-from .sim import occupancy
-from .work import Config, Work, fits
+from ..perfmodel import search
+from ..perfmodel.params import machine
+from ..perfmodel.sim import occupancy
+from ..perfmodel.work import Config, Work, fits
 
 CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
          "ATT/Fine-Tuned", "QuCo", "Ideal")
