@@ -19,6 +19,7 @@ from ..util import atomic
 from ..kernel.format import load_kernel
 from ..harness import evaluate as ev
 from ..perfmodel import search, space
+from ..perfmodel.model_table import described
 from ..perfmodel.params import machine
 from ..perfmodel.sim import occupancy, pass_period
 from ..perfmodel.work import Config, Queue, Work, barriers, fits, meta_bytes, queue_bytes
@@ -132,7 +133,7 @@ def parse_config(text: str, work: Work, g: dict) -> Config:
 
 
 def model_of(kernel, gpu: str, gst: bytes | None = None):
-    g = tables.unpack(gst if gst is not None else tables.load(gpu))
+    g = described(gpu, gst if gst is not None else tables.load(gpu))  # with the file's own [model] table
     return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
 
 
@@ -279,8 +280,8 @@ def _named(m, work, ranked, cfg, doc, fail) -> dict:
 
 # ---------------------------------------------------------------- evaluate
 def _kernel_task(task):
-    gpu, gst, kernel, firmware, ablations = task
-    return ev.kernel_rows(gpu, gst, kernel, firmware, ablations)
+    gpu, gst, kernel, firmware, ablations, model = task
+    return ev.kernel_rows(gpu, gst, kernel, firmware, ablations, model)
 
 
 def _run(tasks, args, fn):
@@ -301,6 +302,7 @@ def cmd_evaluate(args) -> int:
     common.check_sweep_options(args)
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: common.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
+    fields = {gpu: described(gpu, gsts[gpu]) for gpu in gpus}  # a bad [model] table: exit 2 before the sweep
     given = [load_kernel(p) for p in args.kernels]
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
@@ -316,11 +318,13 @@ def cmd_evaluate(args) -> int:
     searched = f"ATT/Fine-Tuned: {space_summary(plans)}"
     if common.err.is_terminal:  # said before the sweep on a terminal; with the tables (or in the JSON) always
         common.err.print(searched)
-    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
+    # each task carries its GPU's [model] table: a worker process reads no file and registers nothing
+    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation, fields[gpu].get("model"))
+             for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
     best, models = {}, {}
     for gpu in gpus:
-        g = tables.unpack(gsts[gpu])
+        g = fields[gpu]
         for k in kernels_of[gpu]:
             models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
     for r in rows:

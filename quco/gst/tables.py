@@ -195,6 +195,12 @@ def load(spec: str | Path) -> bytes:
     return read(spec)[0]
 
 
+def document(spec: str | Path) -> tuple[Path, dict | None]:
+    """The file a preset name or path stands for, and its TOML document (None for a binary .gst)."""
+    path = _resolve(spec)
+    return path, (load_toml(path) if path.suffix == ".toml" else None)
+
+
 def model_table(spec: str | Path) -> dict:
     """A TOML preset's [model] values ({field: value}; {} for a binary table or none given)."""
     path = _resolve(spec)

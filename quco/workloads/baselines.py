@@ -27,8 +27,10 @@ CASES = ("ATT/Semi-Tuned", "ATT/Fine-Tuned", "QuCo")
 
 
 def gst_key(g: dict) -> tuple:
-    """The GST's values as a hashable key for fine_tuned's cache (the name's bytes left out)."""
-    return tuple(sorted((k, v) for k, v in g.items() if not isinstance(v, bytes)))
+    """The GST's values as a hashable key for fine_tuned's cache (the name's bytes left out; the
+    file's own [model] table, a dict, as its sorted items: params.machine reads either)."""
+    return tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                        for k, v in g.items() if not isinstance(v, bytes)))
 
 
 @functools.lru_cache(maxsize=4096)
