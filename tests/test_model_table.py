@@ -135,3 +135,20 @@ def test_a_bad_model_table_is_exit_2_for_every_command_that_reads_it(tmp_path):
                            .replace("[model]\nl2_slices = 0\n", ""))
     assert tomllib.loads(not_a_table.read_text())["model"] == 3
     clean_error(run_cli(["gst", "check", str(not_a_table)]), 2, "model: 3 is an integer; expected a table [model]")
+
+
+def test_gst_variants_keep_the_table_in_every_worker(tmp_path):
+    """The library's sweep (harness/sweep.py) on a described GST: each task carries the table, so
+    a pool of two gives the rows of one process, and not the rows of the name lookup."""
+    from quco.harness.sweep import make_tasks, sweep_task
+    from quco.kernel.format import Kernel
+    from quco.util.parallel import run
+    mine = renamed(tmp_path, "r9-nano", "Odd Nano", model="[model]\nwave_instr_cycles = 2\nl2_slices = 4\n")
+    small = Kernel("small-dot", 0.5, consumer_wavefronts=8, queues=[(2048, 0, 2)] * 2, work_groups=64, output_bytes=2)
+    g = described(mine, tables.load(mine))
+    tasks = make_tasks(g, {"dram_bw_mbps": [256000, 512000]}, [small])
+    assert all(t.gst["model"] == g["model"] for t in tasks)
+    one, two = run(sweep_task, tasks, workers=1), run(sweep_task, tasks, workers=2)
+    bare = run(sweep_task, make_tasks(tables.unpack(tables.load(mine)), {"dram_bw_mbps": [256000, 512000]}, [small]),
+               workers=2)
+    assert one == two and one != bare
