@@ -35,7 +35,7 @@ FW_SRC := $(wildcard $(FW)/src/*.c)
 CRT0 := $(BUILD)/crt0.o
 GENERATED := $(FW)/include/quco_abi.h $(FW)/regions.ld docs/abi-tables.md
 # codegen also writes the launch record's bounds into the kernel schema (the firmware does not read it)
-CODEGEN := $(GENERATED) quco/host/kernel.schema.json
+CODEGEN := $(GENERATED) quco/kernel/kernel.schema.json
 
 .PHONY: all firmware toolchain gdb cc venv venv-test demo test bench fuzz clean
 all: firmware

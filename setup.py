@@ -15,7 +15,7 @@ ELF = "quco/firmware/build/quco.elf"
 # made elsewhere: the committed generated files (make test checks them against quco/gst/abi.py),
 # and the Makefile's installers, which have no place in a pip build
 NOT_REMADE = ("quco/firmware/include/quco_abi.h", "quco/firmware/regions.ld", "docs/abi-tables.md",
-              "quco/host/kernel.schema.json", "toolchain", "venv")
+              "quco/kernel/kernel.schema.json", "toolchain", "venv")
 
 
 class BuildPyWithFirmware(build_py):

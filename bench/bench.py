@@ -28,7 +28,7 @@ from quco.emulator import elf, fastcount, protocol, soc
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, firmware_path
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 

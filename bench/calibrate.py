@@ -23,9 +23,9 @@ from rich.table import Table
 
 from quco.gst import abi, tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search
-from quco.perfmodel.evaluate import geomean
+from quco.harness.evaluate import geomean
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import occupancy
 from quco.perfmodel.work import Config, Work, fits

@@ -18,8 +18,8 @@ from pathlib import Path
 from quco.perfmodel import hardware as hwdata
 from quco.gst import tables
 from quco.paper import claims
-from quco.host.kernel import load_kernel
-from quco.perfmodel import evaluate as ev
+from quco.kernel.format import load_kernel
+from quco.harness import evaluate as ev
 from quco.perfmodel import params, search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits

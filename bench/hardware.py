@@ -8,7 +8,7 @@ times, the measured cost of the model's best configuration and of QuCo's firmwar
 (over the measured best), the median relative error of the predicted time, and how many
 configurations lie within 1% of the best measured and modelled; then geomean and worst lines.
 --plot writes hardware.png / hardware.svg (measured vs model, log-log, one panel each).
-The rows come from quco.perfmodel.hardware.table (the scorecard reads the same function).
+The rows come from quco.perfmodel.hardware.compare with the firmware's pick (quco.harness.evaluate.firmware_config), as the scorecard's.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import sys
 
 from quco.gst import tables
 from quco.perfmodel import hardware, plots
-from quco.perfmodel.evaluate import firmware_config
+from quco.harness.evaluate import firmware_config
 
 
 def fmt(v, spec="+.1f", suffix="%"):

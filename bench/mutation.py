@@ -1,12 +1,12 @@
 """Mutation campaign for the Python side with mutmut 3: how many small deliberate bugs in the
 input layer, the reference model and the workload derivation does `make test`'s suite catch?
 
-    .venv/bin/python bench/mutation.py [--modules host/kernel.py ...] [--tests tests/test_kernel.py ...]
+    .venv/bin/python bench/mutation.py [--modules kernel/format.py ...] [--tests tests/test_kernel.py ...]
                                        [--max-children 2]
                                        [--timeout 3600] [--keep DIR]
 
 mutmut runs the tests in-process with its mutated copy first on sys.path, so the copy must be
-importable under the names the tests use (`quco.host.kernel`): this script stages the package
+importable under the names the tests use (`quco.kernel.format`): this script stages the package
 folder quco/ (with the examples inside it) in a temporary folder with the tests and a
 setup.cfg holding mutmut's settings, runs
 `mutmut run` there and prints killed, survived, timed out and untested mutants per module
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ["host/kernel.py", "host/reference.py", "gst/tables.py", "gst/schema.py", "gst/userinput.py",
+MODULES = ["kernel/format.py", "host/reference.py", "gst/tables.py", "util/schema.py", "util/userinput.py",
            "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py",
            "workloads/runner.py"]
 # the fast tests that exercise these modules (mutmut runs, per mutant, those that reach it). Keep it
@@ -52,7 +52,7 @@ DESELECT = ["tests/test_hostile_24.py::test_signals_end_evaluate_and_its_workers
 
 
 def staged(path: str) -> str:
-    """A module named inside the package, host/kernel.py, as the checkout names it: quco/host/kernel.py."""
+    """A module named inside the package, kernel/format.py, as the checkout names it: quco/kernel/format.py."""
     return path if path.startswith("quco/") else f"quco/{path}"
 
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     results = subprocess.run([mutmut, "results", "--all", "true"], cwd=folder, env=env, capture_output=True,
                              text=True).stdout
     by_module: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for line in results.splitlines():  # "    quco.host.kernel.x_load_kernel__mutmut_3: survived"
+    for line in results.splitlines():  # "    quco.kernel.format.x_load_kernel__mutmut_3: survived"
         name, _, status = line.strip().rpartition(": ")
         if "__mutmut_" in name:
             module = name.split(".x_")[0].split(".x\u01c1")[0]

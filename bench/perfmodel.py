@@ -28,7 +28,7 @@ from pathlib import Path
 
 from quco.gst import tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate

@@ -35,7 +35,7 @@ import numpy as np
 from quco.examples import HARDWARE
 from quco.gst import abi, tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -43,7 +43,7 @@ from rich.table import Table
 
 from quco.gst import abi, tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("elementwise-k", "elementwise", "sumvectors", "dot-product", "matrix-vector", "matrix-matrix",

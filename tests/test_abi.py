@@ -90,7 +90,7 @@ SCHEMA_ORIGIN = {
 
 
 def test_every_bound_of_the_kernel_schema_is_the_abis():
-    from quco.host import kernel
+    from quco.kernel import format as kernel
     found = list(_schema_bounds(kernel.schema()))
     assert len(found) >= 15
     for path, keyword, value in found:

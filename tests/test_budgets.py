@@ -10,7 +10,7 @@ from conftest import EXAMPLE_KERNELS, MM_KERNEL
 from quco.emulator import elf
 from quco.gst import abi, tables
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 ROM_BUDGET = 4480             # bytes of code and constants (the unit has 8 KiB; 4,096 until issue #23 added the
                               # length and barrier-aware LDS bounds, Little per kernel and the slot cap: 4,316;

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from conftest import EXAMPLES_DIR, ROOT
 from quco.gst import abi, tables
 from quco.host import explain, fuzz
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 MATRIX = ["matrix-vector", "matrix-matrix", "matrix-matrix-reduction", "batched-matrix-matrix"]
 

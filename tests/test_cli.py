@@ -149,7 +149,7 @@ def test_diff_reports_agreement(capsys, elf_path):
 def test_profile_accounts_for_every_cycle_and_sees_inlined_functions(elf_path):
     from quco.host import profile
     from quco.host.device import Device
-    from quco.host.kernel import load_kernel
+    from quco.kernel.format import load_kernel
     dev = Device("r9-nano", elf_path, profile="cv32e40p", trace=True)
     res = dev.launch(load_kernel(MM))
     steps = profile.attribute(dev.image, dev.timer, res.cost.trace)

@@ -7,7 +7,7 @@ import pytest
 from conftest import EXAMPLES_DIR, MM_KERNEL
 from quco.gst import tables
 from quco.cli.main import main
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work

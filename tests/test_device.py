@@ -6,8 +6,8 @@ from conftest import MM_KERNEL
 from quco.gst import abi
 from quco.gst.abi import Status
 from quco.host import reference
-from quco.host.device import Device, DeviceError, describe
-from quco.host.kernel import load_kernel
+from quco.host.device import Device, DeviceError, describe, pack_record
+from quco.kernel.format import Kernel, KernelError, load_kernel
 
 MM = MM_KERNEL
 
@@ -28,8 +28,7 @@ def test_quco_init_takes_a_class_and_a_work_group_size(elf_path):
     wavefronts besides the producer) and the CUs."""
     dev = Device("r9-nano", elf_path)
     dev.init("high", work_group_size=512, active_cus=64)
-    assert dev._pending["header"]["ci_class"] == abi.CI_CLASS_HIGH
-    assert dev._pending["header"]["consumer_wavefronts"] == 7
+    assert dev._pending["ci_class"] == "high" and dev._pending["consumer_wavefronts"] == 7
     for _ in range(8):
         dev.register_queue("streaming", length=2048, elem_size=2)
     dev.register_queue("stationary", length=2048, elem_size=2)
@@ -47,7 +46,7 @@ def test_work_group_sizes_at_the_edges_of_the_range(elf_path):
     dev = Device("r9-nano", elf_path)
     for wavefronts in (2, 65):
         dev.init("high", work_group_size=wavefronts * 64)
-        assert dev._pending["header"]["consumer_wavefronts"] == wavefronts - 1
+        assert dev._pending["consumer_wavefronts"] == wavefronts - 1
         dev.register_queue("streaming", length=2048, elem_size=2)
         assert dev.size_queue().ok
     for work_items in (64, 66 * 64, 65 * 64 + 1):
@@ -63,9 +62,12 @@ def test_acta_flow_errors(elf_path):
     with pytest.raises(ValueError, match='queues\\[0\\].type: "fifo" is not one of "streaming", "stationary"'):
         dev.register_queue("fifo", 16, 2)
     dev.register_queue("streaming", 16, 2)
-    dev._pending["queues"][0]["elem_size"] = 3  # past the host's checks: the unit refuses it itself
-    with pytest.raises(DeviceError, match="queue 0: element size is not 1, 2, 4 or 8"):
+    dev._pending["queues"][0] = (16, 0, 3)  # past register_queue's check: the Kernel refuses it as kernel.json's
+    with pytest.raises(KernelError, match="queues\\[0\\].elem_size: 3 is not one of 1, 2, 4, 8"):
         dev.size_queue()
+    record = pack_record(Kernel("k", 1.0, queues=[(16, 0, 2)]).header(), [dict(length=16, type=0, elem_size=3)])
+    with pytest.raises(DeviceError, match="queue 0: element size is not 1, 2, 4 or 8"):
+        dev.launch(record, check=True)  # past the host's checks: the unit refuses it itself
 
 
 def test_reset_boots_again_and_forgets_the_cache(elf_path):

@@ -13,7 +13,7 @@ from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
 from quco.host.device import pack_record
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 EXAMPLES = EXAMPLE_KERNELS
 EXAMPLES_DIR_R9 = EXAMPLE_KERNELS[0].parent

@@ -25,7 +25,7 @@ from conftest import EXAMPLES_DIR
 from quco.emulator import elf, fastcount, fdsu, soc, timing
 from quco.gst import abi, tables
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 # the uncounted mode's only stop is host time (2 s by default, for steps of microseconds): in a
 # test, generous, so that a loaded machine never stops a correct step; only a hang meets it

@@ -19,7 +19,7 @@ from quco.emulator.soc import Soc
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 MM = MM_KERNEL
 LDS_BYTES = 64 * 1024  # whole pages: nothing to guard past the LDS

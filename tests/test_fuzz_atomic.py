@@ -1,4 +1,4 @@
-"""host/atomic.py's two planted bugs of issues #33 and #34 that no test caught: another process's
+"""util/atomic.py's two planted bugs of issues #33 and #34 that no test caught: another process's
 /proc/PID/fd/N taken as one of our own descriptors, and the writability of a symbolic link's
 folder checked instead of its target's (the temporary file goes next to the target)."""
 import os
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from quco.host import atomic
+from quco.util import atomic
 
 ROOT = os.geteuid() == 0
 

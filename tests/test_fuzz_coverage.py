@@ -12,7 +12,7 @@ from conftest import ALL_EXAMPLE_KERNELS, ROOT
 from quco.gst import tables
 from quco.host import fuzz
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 pytestmark = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("gcov")), reason="needs gcc and gcov")
 

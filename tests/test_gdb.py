@@ -21,7 +21,7 @@ from quco.emulator.debug import Target
 from quco.gst import abi, tables
 from quco.cli import main as cli
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 GDB = "gdb-multiarch"
 TIMEOUT = 180  # a bound for a hung gdb or stub, generous for a loaded machine (issue 28)

@@ -1,4 +1,4 @@
-"""gst/schema.py's words for a broken document, on a small schema of its own that uses every
+"""util/schema.py's words for a broken document, on a small schema of its own that uses every
 rule the project's schemas use ($defs references, enums, bounds, lengths, the printable
 pattern, anyOf, additionalProperties). Each expected message is written out by hand from
 the rule it names. The checker is built inside the tests: a module-level one would be built
@@ -9,10 +9,10 @@ import json
 import pytest
 from jsonschema.exceptions import SchemaError
 
-from quco.gst import schema
-from quco.host import kernel
+from quco.util import schema
+from quco.kernel import format as kernel
 from quco.workloads import format as workload_format
-from quco.gst.schema import MAX_PROBLEMS, PRINTABLE, Checker, allowed, key, kind_of, num, report, value_text
+from quco.util.schema import MAX_PROBLEMS, PRINTABLE, Checker, allowed, key, kind_of, num, report, value_text
 
 SCHEMA = {
     "type": "object",

@@ -18,8 +18,8 @@ from quco.emulator import timing
 from quco.gst import tables
 from quco.host.device import Device
 from quco.cli.fuzz_files import run_cli
-from quco.host.kernel import Kernel, KernelError
-from quco.gst.userinput import printable
+from quco.kernel.format import Kernel, KernelError
+from quco.util.userinput import printable
 
 MM = str(MM_KERNEL)
 WORKLOAD = str(examples.WORKLOADS / "whisper-tiny-types.json")

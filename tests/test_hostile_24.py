@@ -18,7 +18,8 @@ from conftest import MM_KERNEL, clean_error
 from quco import examples
 from quco.cli import run as cli_run
 from quco.cli.fuzz_files import run_cli as _run_cli
-from quco.perfmodel import sim, sweep
+from quco.perfmodel import sim
+from quco.util import parallel
 
 # A command that hangs is stopped after HANG_S: a bound for a hang, not for a slow machine (every
 # command here takes seconds; under a load of 8 on 2 cores, ten times that). Whether work was
@@ -46,7 +47,7 @@ def no_work_ran(monkeypatch):
     """The calls a command made into the performance model's sweep and simulation: a refusal
     "up front" or "at once" leaves both lists empty (events, not seconds)."""
     calls = {"sweep": [], "simulation": []}
-    real_run, real_init = sweep.run, sim.Environment.__init__
+    real_run, real_init = parallel.run, sim.Environment.__init__
 
     def counted_run(fn, tasks, *a, **kw):
         calls["sweep"].append(len(list(tasks)))
@@ -55,7 +56,7 @@ def no_work_ran(monkeypatch):
     def counted_init(self, *a, **kw):
         calls["simulation"].append(1)
         real_init(self, *a, **kw)
-    monkeypatch.setattr(sweep, "run", counted_run)
+    monkeypatch.setattr(parallel, "run", counted_run)
     monkeypatch.setattr(sim.Environment, "__init__", counted_init)
     return calls
 
@@ -102,7 +103,7 @@ def test_evaluate_writes_parquet(tmp_path, no_work_ran):
 
 
 def test_an_unreachable_scheduler_is_exit_2(monkeypatch):
-    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)  # the real bound: the test below
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 0.5)  # the real bound: the test below
     o = run_cli(FAST_EVAL + ["--scheduler", "tcp://127.0.0.1:1"], timeout=30)
     clean_error(o, 2, "cannot reach Dask scheduler tcp://127.0.0.1:1")
 
@@ -137,7 +138,7 @@ def test_a_scheduler_that_accepts_and_never_answers_is_bounded():
     clean_error(o, 2, "no answer within", "does not speak Dask's protocol")
     # the bound is the point here: the handshake's own (CONNECT_TIMEOUT_S), not distributed's
     # wait for ever; the margin is generous for a loaded machine and still far below HANG_S
-    assert held and seconds < sweep.CONNECT_TIMEOUT_S + 60
+    assert held and seconds < parallel.CONNECT_TIMEOUT_S + 60
 
 
 # ---------------------------------------------------------------- numbers

@@ -16,7 +16,7 @@ from quco.cli.fuzz_files import run_cli
 from quco.gst import tables
 from quco.host import reference
 from quco.host.device import Device
-from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel
+from quco.kernel.format import Kernel, KernelError, load_kernel, parse_kernel
 from quco.gst import abi
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work

@@ -17,7 +17,7 @@ import pytest
 from quco.emulator import fastcount
 from quco.gst import tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 

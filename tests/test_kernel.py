@@ -11,8 +11,8 @@ from jsonschema import Draft202012Validator
 
 from conftest import EXAMPLES_DIR
 from quco.gst import abi
-from quco.gst.schema import CONTROL
-from quco.host.kernel import Kernel, KernelError, load_kernel, parse_kernel, schema
+from quco.util.schema import CONTROL
+from quco.kernel.format import Kernel, KernelError, load_kernel, parse_kernel, schema
 
 EXAMPLES = EXAMPLES_DIR
 N = 16_777_216
@@ -319,7 +319,7 @@ def test_valid_docs_parse_and_pack(doc):
 
 
 # ---------------------------------------------------------------- edges found by bench/mutation.py
-# Each case below states a value worked out by hand; each failed against a mutant of host/kernel.py
+# Each case below states a value worked out by hand; each failed against a mutant of kernel/format.py
 # that the suite let survive (a boundary moved by one, a default changed, a condition inverted).
 def test_queue_names_number_only_the_counted_entries():
     doc = minimal(queues=[{"type": "streaming", "length": 64, "elem_size": 2, "name": "a"},
@@ -337,7 +337,7 @@ def test_sixteen_entries_whose_counts_add_up_to_seventeen_are_refused():
 
 
 def test_a_partition_of_exactly_the_whole_gpu_is_allowed():
-    from quco.host.kernel import partition_problems
+    from quco.kernel.format import partition_problems
     g = {"num_cus": 64, "lds_bytes": 65536}
     assert partition_problems(64, 65536, g, "r9-nano") == []
     assert partition_problems(65, 65536 + 128, g, "r9-nano") == [
@@ -347,7 +347,7 @@ def test_a_partition_of_exactly_the_whole_gpu_is_allowed():
 
 
 def test_movement_problems_by_hand():
-    from quco.host.kernel import movement_problems
+    from quco.kernel.format import movement_problems
     assert movement_problems([]) == []  # no queue: one pass, one phase
     assert movement_problems([(4, 2, 0), (2, 0, 0), (0, 0, 0)]) == []  # 0 = one pass, divides 4
     assert movement_problems([(0, 0, 0), (3, 0, 0)]) == []

@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLES_DIR
 from quco.gst import abi, tables
 from quco.host import reference
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate

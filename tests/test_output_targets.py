@@ -1,5 +1,5 @@
 """Issue #24 part 2: what every writing command does with an output path that already exists
-and is not a regular file (host/atomic.py; README "Output files"). Each command is run on each
+and is not a regular file (util/atomic.py; README "Output files"). Each command is run on each
 kind of target, as root and as the unprivileged user `nobody` (a child process that drops its
 privileges): regular and missing files are written atomically, a symbolic link is followed and
 stays a link, a FIFO is written through to its reader, a character device is written through
@@ -21,7 +21,7 @@ import pytest
 from conftest import MM_KERNEL
 from quco import examples
 from quco.gst import tables
-from quco.host import atomic
+from quco.util import atomic
 
 ROOT = os.geteuid() == 0
 OLD = b"the previous output\n"

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import EXAMPLES_DIR
 from quco.gst import tables
-from quco.host.kernel import KernelError, load_kernel, parse_kernel
+from quco.kernel.format import KernelError, load_kernel, parse_kernel
 from quco.perfmodel import params, search
 from quco.perfmodel.params import const, dram_efficiency, machine
 from quco.perfmodel.sim import Outcome, occupancy, simulate

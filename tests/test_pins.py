@@ -28,7 +28,7 @@ from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
 from quco.host.device import Device, pack_record
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 f32 = np.float32
 R9 = tables.load("r9-nano")

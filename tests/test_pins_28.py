@@ -17,7 +17,7 @@ from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import profile, reference
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.emulator.soc import Soc
 
 H = abi.LAUNCH_HEADER

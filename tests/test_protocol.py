@@ -16,7 +16,7 @@ from quco.gst.abi import Status
 from quco.cli import main as cli
 from quco.host import reference
 from quco.host.device import Device
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 GST = tables.load("r9-nano")
 G = tables.unpack(GST)

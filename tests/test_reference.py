@@ -9,7 +9,7 @@ from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import reference as ref
 from quco.host.device import decode_lds, pack_record
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 
 EXAMPLES = EXAMPLES_DIR
 # QuCo Table III (shared/paper-data/quco-results.md): tile elements / streaming slots.

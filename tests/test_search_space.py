@@ -7,7 +7,7 @@ import pytest
 from conftest import EXAMPLES_DIR
 from quco.cli.main import main
 from quco.gst import tables
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work

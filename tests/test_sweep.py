@@ -1,4 +1,4 @@
-"""quco.perfmodel.sweep: the same rows, in task order, in process, on a process pool and on
+"""quco.util.parallel and quco.harness.sweep: the same rows, in task order, in process, on a process pool and on
 Dask; atomic tables; GST variants checked as the unit checks them."""
 import csv
 import operator
@@ -10,9 +10,11 @@ import pytest
 from distributed import Client, LocalCluster
 
 from quco.gst import tables
-from quco.host.kernel import Kernel
-from quco.perfmodel import sweep
-from quco.perfmodel.sweep import SweepError, gst_variants, run, sweep_task, write_table
+from quco.kernel.format import Kernel
+from quco.harness import sweep
+from quco.harness.sweep import gst_variants, sweep_task
+from quco.util import parallel
+from quco.util.parallel import SweepError, run, write_table
 
 STREAM, STATION = 0, 1
 # Small kernels so an exhaustive search takes a fraction of a second.
@@ -118,17 +120,17 @@ def test_a_failing_task_raises_its_error():
 
 
 def test_unreachable_scheduler_fails_fast(monkeypatch):
-    monkeypatch.setattr(sweep, "CONNECT_TIMEOUT_S", 0.5)  # the CLI's own bound is tested in test_hostile_24.py
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 0.5)  # the CLI's own bound is tested in test_hostile_24.py
     import distributed  # noqa: F401 -- loaded before the clock starts: its import is seconds on a loaded machine
     t0 = time.monotonic()
     with pytest.raises(SweepError, match="cannot reach Dask scheduler tcp://127.0.0.1:1"):
         run(operator.neg, [1, 2], scheduler="tcp://127.0.0.1:1")
     # the bound is the point: far below distributed's own connect timeout (30 s), generous for load
-    assert time.monotonic() - t0 < sweep.CONNECT_TIMEOUT_S + 20
+    assert time.monotonic() - t0 < parallel.CONNECT_TIMEOUT_S + 20
 
 
 def test_a_scheduler_without_workers_fails_after_the_wait(monkeypatch):
-    monkeypatch.setattr(sweep, "WORKER_WAIT_S", 1)
+    monkeypatch.setattr(parallel, "WORKER_WAIT_S", 1)
     with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as empty:
         with pytest.raises(SweepError, match=f"no Dask worker joined scheduler {empty.scheduler_address} in 1 s"):
             run(operator.neg, [1, 2], scheduler=empty.scheduler_address)

@@ -348,7 +348,7 @@ def test_the_operand_hooks_sit_on_the_divide_sites_only(elf_path, fdiv9):
     assert {mnemonics[a] for a in plain._operand_timed} <= {"div", "divu", "rem", "remu"}
     # determinism: the same boot, launch and relaunch twice give the same counts
     from quco.host.device import Device
-    from quco.host.kernel import load_kernel
+    from quco.kernel.format import load_kernel
     from conftest import EXAMPLES_DIR
     kernel = load_kernel(EXAMPLES_DIR / "matrix-matrix.json")
 

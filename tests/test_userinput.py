@@ -1,4 +1,4 @@
-"""gst/userinput.py on its own: how a user's file is read (bounded, regular files only, every
+"""util/userinput.py on its own: how a user's file is read (bounded, regular files only, every
 problem naming the file and what was expected) and how a typed number is taken. The words
 and bounds are written out by hand; the campaign of issue #24 part 6 showed which of them no
 test stated."""
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from quco.gst import userinput
-from quco.gst.userinput import UserFileError, escaped, read_bytes, read_json, read_text, read_toml, whole_number
+from quco.util import userinput
+from quco.util.userinput import UserFileError, escaped, read_bytes, read_json, read_text, read_toml, whole_number
 
 
 def refusal(read, *args) -> str:

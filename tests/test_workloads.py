@@ -9,7 +9,7 @@ from conftest import EXAMPLES_DIR, MM_KERNEL, ROOT
 from quco.gst import tables
 from quco.host import reference
 from quco.cli.main import main
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import search
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate

@@ -11,9 +11,9 @@ import sys
 from rich.console import Console
 
 from ..gst import tables
-from ..gst.userinput import int_option, printable
-from ..host import atomic
-from ..host.kernel import partition_problems
+from ..util.userinput import int_option, printable
+from ..util import atomic
+from ..kernel.format import partition_problems
 
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
@@ -114,8 +114,8 @@ def check_sweep_options(args) -> None:
     scheduler (it has its own workers)."""
     if args.scheduler is None:
         return
-    from ..perfmodel import sweep  # imports nothing heavy; dask only when a sweep runs
-    sweep.check_scheduler(args.scheduler)
+    from ..util import parallel  # imports nothing heavy; dask only when a sweep runs
+    parallel.check_scheduler(args.scheduler)
     if args.workers is not None and args.scheduler != "local-dask":
         raise UserError(f"--workers {args.workers}: local worker processes; the scheduler "
                         f"{printable(args.scheduler)} has its own workers")

@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from ..gst import schema
+from ..util import schema
 
 EXIT_CODES = {0, 1, 2, 3, 4, 5}  # cli/common.py's codes an input file can cause (6, a misbehaving firmware, cannot)
 

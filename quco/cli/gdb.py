@@ -9,8 +9,8 @@ import shutil
 import sys
 
 from . import common
-from ..gst.userinput import printable, whole_number
-from ..host.kernel import load_kernel
+from ..util.userinput import printable, whole_number
+from ..kernel.format import load_kernel
 
 MAX_LAUNCHES = 10_000  # a session a person steps through; each launch is pushed when the last ends
 

@@ -9,8 +9,9 @@ from rich.table import Table
 
 from . import common
 from ..gst import abi, tables
-from ..gst.userinput import printable
-from ..host import atomic
+from ..util.userinput import printable
+from ..util import atomic
+from ..perfmodel.model_table import model_table
 
 
 def _text(raw: bytes) -> str:
@@ -65,6 +66,7 @@ def cmd_gst(args) -> int:
         common.out.print(f"wrote {printable(args.output)} ({len(raw)} bytes)")
         return 0
     raw = common.checked_gst(args.file)  # check: the firmware's own boot rules (gst/abi.py)
+    model_table(args.file)  # and the performance model's [model] table, when the file has one
     name = _text(tables.unpack(raw)["name"])
     common.out.print(f"{printable(args.file)}: ok ({name})")
     return 0

@@ -14,10 +14,12 @@ from . import perf
 from .common import (EXIT_MISMATCH, EXIT_STATUS, UserError, checked_gst, checked_profile, clock_mhz, err,
                      out, target, write_output)
 from ..gst import abi, tables
-from ..gst.userinput import printable
-from ..host import atomic, explain, profile, reference
+from ..util.userinput import printable
+from ..host import explain, profile, reference
+from ..util import atomic
 from ..host.device import QUCO_CLOCK_MHZ, Device, LaunchResult, result_from
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
+from ..perfmodel.model_table import described
 
 
 def _device(gpu: str, gst: bytes, firmware, **options) -> Device:
@@ -45,7 +47,7 @@ def cmd_launch(args) -> int:
     kernel = load_kernel(args.kernel)
     gpu, gst = target(args, kernel)
     if args.model or args.model_trace is not None:
-        perf.model_bound(kernel, tables.unpack(gst), printable(str(args.kernel)))
+        perf.model_bound(kernel, described(gpu, gst), printable(str(args.kernel)))  # a bad [model]: exit 2 now
     if args.reference:
         r = reference.configure(gst, kernel.record())
         res = result_from(r.status, r.detail, r.lds, generation=1)

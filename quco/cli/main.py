@@ -33,11 +33,11 @@ from .common import (EXIT_FAULT, EXIT_FIRMWARE, EXIT_FIRMWARE_MISBEHAVED, EXIT_I
 from ..emulator.faults import ElfError, Fault, FirmwareMisbehaved
 from ..emulator.timing import ProfileError
 from ..gst import tables
-from ..gst.userinput import printable
-from ..host import atomic
+from ..util.userinput import printable
+from ..util import atomic
 from ..host.device import DeviceError, firmware_path
-from ..host.kernel import KernelError
-from ..perfmodel.sweep import SweepError
+from ..kernel.format import KernelError
+from ..util.parallel import SweepError
 
 if _GUARD:  # loaded: main() handles Ctrl-C from here on
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -139,12 +139,12 @@ def cmd_paper(args) -> int:
     elf.load(firmware_path(args.firmware))
     before = None
     if args.baseline is not None:
-        from ..gst.userinput import UserFileError
+        from ..util.userinput import UserFileError
         try:
             before = scorecard.read_baseline(args.baseline)
         except UserFileError as e:
             raise fail(f"--baseline: {e}") from None
-    from ..perfmodel.sweep import SweepError
+    from ..util.parallel import SweepError
     start = time.monotonic()
     show = not args.json and os.isatty(2)
     with Progress(console=common.err, transient=True, disable=not show) as bar:

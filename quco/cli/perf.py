@@ -14,11 +14,12 @@ from rich.text import Text
 from . import common
 from ..examples import KERNELS as EXAMPLES
 from ..gst import tables
-from ..gst.userinput import printable
-from ..host import atomic
-from ..host.kernel import load_kernel
-from ..perfmodel import evaluate as ev
+from ..util.userinput import printable
+from ..util import atomic
+from ..kernel.format import load_kernel
+from ..harness import evaluate as ev
 from ..perfmodel import search, space
+from ..perfmodel.model_table import described
 from ..perfmodel.params import machine
 from ..perfmodel.sim import occupancy, pass_period
 from ..perfmodel.work import Config, Queue, Work, barriers, fits, meta_bytes, queue_bytes
@@ -132,7 +133,7 @@ def parse_config(text: str, work: Work, g: dict) -> Config:
 
 
 def model_of(kernel, gpu: str, gst: bytes | None = None):
-    g = tables.unpack(gst if gst is not None else tables.load(gpu))
+    g = described(gpu, gst if gst is not None else tables.load(gpu))  # with the file's own [model] table
     return g, machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes), Work.of(kernel)
 
 
@@ -279,28 +280,29 @@ def _named(m, work, ranked, cfg, doc, fail) -> dict:
 
 # ---------------------------------------------------------------- evaluate
 def _kernel_task(task):
-    gpu, gst, kernel, firmware, ablations = task
-    return ev.kernel_rows(gpu, gst, kernel, firmware, ablations)
+    gpu, gst, kernel, firmware, ablations, model = task
+    return ev.kernel_rows(gpu, gst, kernel, firmware, ablations, model)
 
 
 def _run(tasks, args, fn):
-    from ..perfmodel import sweep  # imports dask lazily: only a sweep needs it
+    from ..util import parallel  # imports dask lazily: only a sweep needs it
     # on stderr: `evaluate > rows.txt` holds the tables alone and `| head -1` gets the first line at once
     with Progress(console=common.err, transient=True, disable=args.json or not common.err.is_terminal) as bar:
         job = bar.add_task("model", total=len(tasks))
-        return sweep.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
+        return parallel.run(fn, tasks, scheduler=args.scheduler, workers=args.workers, chunk=1,
                          progress=lambda done, total: bar.update(job, completed=done))
 
 
 def cmd_evaluate(args) -> int:
     out = common.out
-    from ..perfmodel import sweep
+    from ..util import parallel
     if args.out is not None:  # before the sweep: a table it cannot write is refused now, not after
-        sweep.check_table_path(args.out)
+        parallel.check_table_path(args.out)
     atomic.check_folder(args.plot)
     common.check_sweep_options(args)
     gpus = args.gpu or tables.preset_names()
     gsts = {gpu: common.checked_gst(gpu, "--gpu" if args.gpu else "") for gpu in gpus}
+    fields = {gpu: described(gpu, gsts[gpu]) for gpu in gpus}  # a bad [model] table: exit 2 before the sweep
     given = [load_kernel(p) for p in args.kernels]
     for gpu in gpus:  # a partition a GPU cannot give: exit 2 before the sweep
         for path, k in zip(args.kernels, given):
@@ -316,11 +318,13 @@ def cmd_evaluate(args) -> int:
     searched = f"ATT/Fine-Tuned: {space_summary(plans)}"
     if common.err.is_terminal:  # said before the sweep on a terminal; with the tables (or in the JSON) always
         common.err.print(searched)
-    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation) for gpu in gpus for k in kernels_of[gpu]]
+    # each task carries its GPU's [model] table: a worker process reads no file and registers nothing
+    tasks = [(gpu, gsts[gpu], k, args.firmware, not args.no_ablation, fields[gpu].get("model"))
+             for gpu in gpus for k in kernels_of[gpu]]
     rows = [row for chunk in _run(tasks, args, _kernel_task) for row in chunk]
     best, models = {}, {}
     for gpu in gpus:
-        g = tables.unpack(gsts[gpu])
+        g = fields[gpu]
         for k in kernels_of[gpu]:
             models[(gpu, k.name)] = (machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k))
     for r in rows:
@@ -330,7 +334,7 @@ def cmd_evaluate(args) -> int:
     summary = {"quco_gap_pct_geomean": ev.gap_summary(rows),
                "ablation_gap_pct_geomean": {case: ev.gap_summary(rows, case) for case, _ in ev.ABLATIONS[1:]}}
     if args.out is not None:
-        sweep.write_table(rows, args.out)
+        parallel.write_table(rows, args.out)
     if args.plot is not None:
         from ..perfmodel import plots
         Path(args.plot).mkdir(parents=True, exist_ok=True)
@@ -425,7 +429,7 @@ def model_launch(kernel, gpu: str, res, trace_path=None) -> dict:
     o = simulate(m, work, cfg, trace=bool(trace_path))
     if trace_path:
         doc = chrome_trace(o.trace, m.clock_mhz, f"{kernel.name} on {gpu}: {cfg.label(work)}")
-        from ..host.atomic import write_text
+        from ..util.atomic import write_text
         write_text(trace_path, json.dumps(doc))
     return {"config": cfg.label(work), **o.as_dict(), "clock_mhz": m.clock_mhz}
 

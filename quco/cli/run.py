@@ -17,11 +17,12 @@ from rich.text import Text
 
 from .common import EXIT_MISMATCH, UserError, checked_gst, checked_profile, clock_mhz, err, out
 from .perf import spaces_doc, model_bound, planned, space_summary
-from ..gst import abi, tables
-from ..gst.userinput import printable, whole_number
-from ..host import atomic
-from ..host.atomic import write_text
+from ..gst import abi
+from ..util.userinput import printable, whole_number
+from ..util import atomic
+from ..util.atomic import write_text
 from ..host.device import QUCO_CLOCK_MHZ
+from ..perfmodel.model_table import described
 from ..perfmodel.params import machine
 from ..perfmodel.work import Work
 from ..workloads import baselines, dvfs, format, runner
@@ -118,7 +119,7 @@ def cmd_run(args) -> int:
     gst = checked_gst(gpu, via)  # a table the unit refuses is bad input: exit 2
     if trace:
         _trace_fits(trace, gst, gpu, via, len(w.layers))
-    g = tables.unpack(gst)
+    g = described(gpu, gst)  # with the file's own [model] table (a bad one: exit 2 now)
     plans = []
     for t in tenants:  # a layer the model would take hours on: refused before the first launch
         seen = set()
@@ -327,7 +328,7 @@ def _dvfs_table(c: dict, every_layer: bool) -> tuple[Table, list[str]]:
 
 
 def cmd_import(args) -> int:
-    from ..gst.userinput import printable
+    from ..util.userinput import printable
     from ..workloads import onnx_import
     if not args.output:
         raise UserError("-o/--output: empty; expected the workload JSON file to write")

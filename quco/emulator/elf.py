@@ -12,7 +12,7 @@ from elftools.elf.elffile import ELFFile
 
 from .faults import ElfError
 from ..gst import abi
-from ..gst.userinput import UserFileError, read_bytes
+from ..util.userinput import UserFileError, read_bytes
 
 LOADABLE = (abi.ROM, abi.DATA)
 SHF_EXECINSTR = SH_FLAGS.SHF_EXECINSTR

@@ -22,8 +22,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from . import fdsu
-from ..gst.schema import PRINTABLE, Checker, report
-from ..gst.userinput import UserFileError, printable, read_toml
+from ..util.schema import PRINTABLE, Checker, report
+from ..util.userinput import UserFileError, printable, read_toml
 
 PROFILE_DIR = Path(files(__package__) / "profiles")  # package data
 CLASSES = ("alu", "load", "store", "branch", "branch_taken", "jal", "jalr", "mul", "mulh", "div",

@@ -2,7 +2,7 @@
 
 `python -m quco.gst.codegen`, run in a source tree (make firmware does), writes
 quco/firmware/include/quco_abi.h, quco/firmware/regions.ld and docs/abi-tables.md, and the launch
-record's bounds in quco/host/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
+record's bounds in quco/kernel/kernel.schema.json, when their content changed; `--root` names another tree; `--check` exits 1 if a generated file is stale.
 Generated text carries a content hash, never a timestamp, so rebuilds are byte-stable.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from . import abi
 HEADER = Path("quco", "firmware", "include", "quco_abi.h")  # paths in the source tree
 REGIONS = Path("quco", "firmware", "regions.ld")
 TABLES_DOC = Path("docs", "abi-tables.md")
-KERNEL_SCHEMA = Path("quco", "host", "kernel.schema.json")  # its ABI bounds are written from here
+KERNEL_SCHEMA = Path("quco", "kernel", "kernel.schema.json")  # its ABI bounds are written from here
 
 CTYPES = {"u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f32": "float"}
 
@@ -345,7 +345,7 @@ def schema_bounds(f: abi.Field) -> dict:
 
 
 def kernel_schema_text(root: Path) -> str:
-    """host/kernel.schema.json with the launch record's bounds written from gst/abi.py: each of
+    """kernel/kernel.schema.json with the launch record's bounds written from gst/abi.py: each of
     SCHEMA_FIELDS, the queue count (num_queues) of queues[] and of a queue's count."""
     doc = json.loads((root / KERNEL_SCHEMA).read_text(encoding="utf-8"))
     for path, f in SCHEMA_FIELDS.items():

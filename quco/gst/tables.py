@@ -10,7 +10,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from . import abi
-from .userinput import UserFileError, printable, read_bytes, read_toml
+from ..util.userinput import UserFileError, printable, read_bytes, read_toml
 
 PRESET_DIR = Path(files(__package__) / "presets")  # package data
 MAX_TOML_BYTES = 64 * 1024  # a preset is about 3 KB; a cap keeps /dev/zero and 10 MB strings out
@@ -193,6 +193,12 @@ def read(spec: str | Path) -> tuple[bytes, dict]:
 def load(spec: str | Path) -> bytes:
     """A preset name, a .toml file or a binary .gst file -> 256 GST bytes."""
     return read(spec)[0]
+
+
+def document(spec: str | Path) -> tuple[Path, dict | None]:
+    """The file a preset name or path stands for, and its TOML document (None for a binary .gst)."""
+    path = _resolve(spec)
+    return path, (load_toml(path) if path.suffix == ".toml" else None)
 
 
 def model_table(spec: str | Path) -> dict:

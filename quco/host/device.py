@@ -8,7 +8,7 @@ and the flow of QuCo's host API (Fig. 4a, InitQuCo(HIGH, 512, 64)):
 
     dev.init("high", work_group_size=512, active_cus=64)   # or a CI number
     a = dev.register_queue("streaming", length=2048, elem_size=2)
-    res = dev.size_queue()
+    res = dev.size_queue()                                 # launches the Kernel these calls describe
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..emulator import elf, soc, timing
 from ..firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or the wheel's copy
 from ..gst import abi, tables
 from ..gst.abi import Status
-from .kernel import DEFAULT_WAVEFRONTS, check_values
+from ..kernel.format import DEFAULT_WAVEFRONTS, Kernel, check_values
 
 
 
@@ -238,9 +238,9 @@ class Device:
         class ("low", "medium", "high"); `work_group_size` work-items are that many 64-wide
         wavefronts, one of them the producer (512 -> 7 consumers); without either, 7."""
         if isinstance(compute_intensity, str) and compute_intensity in abi.CI_CLASSES:
-            ci, cls = 0.0, abi.CI_CLASSES[compute_intensity]
+            ci, cls = 0.0, compute_intensity
         else:
-            ci, cls = compute_intensity, abi.CI_CLASS_NUMBER
+            ci, cls = compute_intensity, None
         if work_group_size is not None:
             if work_group_size % WAVEFRONT or not 2 <= work_group_size // WAVEFRONT <= 65:
                 raise ValueError(f"work_group_size {work_group_size}: expected a multiple of {WAVEFRONT} "
@@ -251,9 +251,10 @@ class Device:
         check_values({("compute_intensity",): compute_intensity, ("consumer_wavefronts",): consumer_wavefronts,
                       ("partition", "core_clock_mhz"): core_clock_mhz, ("partition", "active_cus"): active_cus,
                       ("partition", "lds_bytes"): lds_bytes}, flags)  # kernel.json's rules and messages
-        self._pending = dict(header=dict(magic=abi.LAUNCH_MAGIC, flags=flags, compute_intensity=ci, ci_class=cls,
-                                         consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
-                                         active_cus=active_cus, lds_bytes=lds_bytes), queues=[])
+        # the Kernel size_queue builds (kernel/format.py packs the record, as for a kernel.json)
+        self._pending = dict(name="Device.init", compute_intensity=ci, ci_class=cls, flags=flags,
+                             consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
+                             active_cus=active_cus, lds_bytes=lds_bytes, queues=[])
 
     def register_queue(self, type: str, length: int, elem_size: int) -> int:
         if self._pending is None:
@@ -262,13 +263,13 @@ class Device:
         if len(self._pending["queues"]) >= abi.MAX_QUEUES:
             raise ValueError(f"at most {abi.MAX_QUEUES} queues per launch")
         check_values({("queues", len(self._pending["queues"])): dict(type=type, length=length, elem_size=elem_size)})
-        self._pending["queues"].append(dict(length=length, type=kinds[type], elem_size=elem_size))
+        self._pending["queues"].append((length, kinds[type], elem_size))
         return len(self._pending["queues"]) - 1
 
     def size_queue(self, check: bool = True) -> LaunchResult:
         if self._pending is None:
             raise RuntimeError("call init() and register_queue() before size_queue()")
-        return self.launch(pack_record(self._pending["header"], self._pending["queues"]), check=check)
+        return self.launch(Kernel(**{**self._pending, "queues": list(self._pending["queues"])}), check=check)
 
 
 def pack_record(header: dict, queues: list[dict]) -> bytes:

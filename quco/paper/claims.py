@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gst import schema
+from ..util import schema
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 ID = re.compile(r"[a-z0-9][a-z0-9.-]*")  # `--claims a,b` splits on commas

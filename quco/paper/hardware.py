@@ -1,6 +1,6 @@
 """The scorecard's real-hardware section: measures on the H100 sources (quco.paper.ours._hardware).
 
-("hardware",) holds per kernel x size quco.perfmodel.hardware.table()'s row (the measured cost of
+("hardware",) holds per kernel x size quco.perfmodel.hardware.compare()'s row (the measured cost of
 QuCo's firmware pick and of the model's best over the measured best, the rank correlation, the
 median error), the measured and modelled time of every configuration, and ATT vs NoATT measured;
 ("hardware", "heldout") the same rows from the model refitted without the kernel's family.
@@ -29,7 +29,7 @@ def hardware_row(src, kernel, size, heldout=False) -> dict:
 
 @_measure(lambda a: [_hw_key(a.get("heldout", False))])
 def hardware_value(src, column, kernel, size, heldout=False):
-    """One column of one kernel x size (quco.perfmodel.hardware.table()'s keys: quco_cost_pct,
+    """One column of one kernel x size (quco.perfmodel.hardware.compare()'s keys: quco_cost_pct,
     model_best_cost_pct, spearman, median_error_pct, ...); `heldout`: from the model refitted
     without the kernel's family."""
     return hardware_row(src, kernel, size, heldout)[column]

@@ -213,7 +213,7 @@ def dram_higher(src, gpu, case, over):
 
 
 def _geomean(values):
-    from ..perfmodel.evaluate import geomean
+    from ..harness.evaluate import geomean
     return None if any(v is None for v in values) else geomean(values)
 
 

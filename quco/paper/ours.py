@@ -3,23 +3,23 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
 
     ("launch", gpu)          the firmware (quco.host.device) on the GPU's Table III kernels: picks,
                              retired instructions and cost of each cold launch
-    ("kernel", gpu, stem)    quco.perfmodel.evaluate.kernel_rows: Fig. 6 cases, Fig. 7 ablation
+    ("kernel", gpu, stem)    quco.harness.evaluate.kernel_rows: Fig. 6 cases, Fig. 7 ablation
     ("workload", name)       quco.workloads runner + baselines (Fig. 8, 9) on the file's GPU
     ("dvfs", trace)          quco.workloads.dvfs.compare on Whisper-Tiny (Fig. 12)
-    ("portability",)         quco.perfmodel.evaluate.portability over the three GPUs' Fine-Tuned
+    ("portability",)         quco.harness.evaluate.portability over the three GPUs' Fine-Tuned
                              picks (Fig. 1); made from the kernel sources, after them
     ("firmware",)            the firmware image itself: ROM and data bytes it takes, its digest, the
                              GST presets' sizes (Section VI)
     ("hardware",)            the real-hardware section: the H100 measurements (HARDWARE_DATA, in
                              quco.perfmodel.hardware's format) against the model on HARDWARE_GPU, per
-                             kernel x size (hardware.table()'s rows: the measured cost of QuCo's firmware
+                             kernel x size (hardware.compare()'s rows: the measured cost of QuCo's firmware
                              pick and of the model's best, the rank correlation), every measured point
                              with its modelled time (the figure, the chances), and the best plain-load
                              time over the best TMA time (ATT vs NoATT, measured; the model's beside it)
     ("hardware", "heldout")  the same rows from the model refitted without the kernel's family
                              (quco.perfmodel.fit.leave_one_out): the model's evidence on this data
 
-`compute(keys, ...)` fans the tasks out with quco.perfmodel.sweep.run (a process pool, or
+`compute(keys, ...)` fans the tasks out with quco.util.parallel.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
 the claims that need it say "could not compute", the others are still judged.
 """
@@ -36,7 +36,7 @@ from ..examples import KERNELS, WORKLOADS
 from ..gst import tables
 from ..gst import abi
 from ..host.device import QUCO_CLOCK_MHZ, Device, firmware_path
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 from ..perfmodel.work import STREAMING, Config
 
 GPUS = ("r9-nano", "mi100", "radeon-530")     # Table III's three; Fig. 1 and 10 use them all
@@ -87,7 +87,7 @@ def gpus_of(key: tuple) -> set[str]:
 
 # ---------------------------------------------------------------- one task per source
 def source(task) -> dict:
-    """Top-level and picklable: what sweep.run calls in a worker. (key, firmware)."""
+    """Top-level and picklable: what parallel.run calls in a worker. (key, firmware)."""
     key, firmware = task
     start = time.process_time()
     try:
@@ -147,7 +147,7 @@ HARDWARE_DATA = None          # None: quco.perfmodel.hardware.DEFAULT_DATA (exam
 
 
 def _hardware(part: str = "measured", firmware=None) -> dict:
-    """The H100 rows (hardware.table()'s, computed here so that the firmware is the scorecard's and
+    """The H100 rows (hardware.compare()'s, computed here so that the firmware is the scorecard's and
     the points are kept) or, for part "heldout", leave-one-kernel-family-out. A file that cannot be
     read raises hardware.HardwareDataError naming file, line and field: the claims say so."""
     from ..perfmodel import hardware
@@ -162,7 +162,7 @@ def _hardware(part: str = "measured", firmware=None) -> dict:
         return {**head, "rows": [_plain_row(r, head) for r in rows], "measured": _measured_points(measured)}
     if part != "measured":
         raise ValueError(f"hardware source {part!r}: expected measured or heldout")
-    from ..perfmodel.evaluate import firmware_config
+    from ..harness.evaluate import firmware_config
     results = hardware.compare(measured, gst, lambda g, k: firmware_config(g, k, firmware=firmware))
     model_att = {(r["kernel"], r["size"]): r["model"] for r in hardware.att_vs_noatt(measured, gst)}
     return {**head, "rows": [_plain_row(r, head) for r in results],
@@ -172,7 +172,7 @@ def _hardware(part: str = "measured", firmware=None) -> dict:
 
 
 def _plain_row(r: dict, head: dict) -> dict:
-    """hardware.table()'s row: without the points, numbers as plain floats (JSON, CSV)."""
+    """hardware.compare()'s row: without the points, numbers as plain floats (JSON, CSV)."""
     return {k: (float(v) if isinstance(v, float) else v) for k, v in r.items() if k != "points"} | head
 
 
@@ -208,7 +208,7 @@ def _label(k, tile, slots) -> str:
 
 
 def _kernel(gpu: str, stem: str, firmware=None) -> dict:
-    from ..perfmodel import evaluate
+    from ..harness import evaluate
     k = kernel(gpu, stem)
     gst = tables.load(gpu)
     rows = evaluate.kernel_rows(gpu, gst, k, firmware, ablations=True)
@@ -283,7 +283,7 @@ _SOURCES = {"launch": _launch, "kernel": _kernel, "workload": _workload, "dvfs":
 def portability(kernel_sources: dict) -> list[dict]:
     """Fig. 1 from the kernel sources of every GPU (evaluate.portability's inputs: each
     (gpu, kernel)'s Fine-Tuned configuration and cycles, and its machine and work)."""
-    from ..perfmodel import evaluate
+    from ..harness import evaluate
     from ..perfmodel.params import machine
     from ..perfmodel.work import Work
     best, models = {}, {}
@@ -318,13 +318,13 @@ def _order(key: tuple) -> tuple:
 
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
     """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
-    from ..perfmodel import sweep
+    from ..util import parallel
     keys = list(dict.fromkeys(keys))
     tasks = [k for k in keys if k[0] != "portability"]
     if ("portability",) in keys:
         tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
     tasks.sort(key=_order)
-    results = sweep.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
+    results = parallel.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
                         chunk=1, progress=progress)
     out = dict(zip(tasks, results))
     if ("portability",) in keys:

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..host.atomic import write_text
+from ..util.atomic import write_text
 from . import figures
 from .scorecard import counts, summary_lines, trend_line
 from .verdict import VERDICTS

@@ -144,7 +144,7 @@ def read_baseline(path) -> dict[str, dict]:
     field: a row with more or fewer fields than the header, a field past csv's limit or an
     unterminated quote, CR-only line ends. Values come back with control characters escaped
     (they are shown in the changes table)."""
-    from ..gst.userinput import UserFileError, printable, read_text
+    from ..util.userinput import UserFileError, printable, read_text
     text, where = read_text(path, BASELINE_LIMIT, "rows.csv of an earlier `quco-emu paper --out`"), printable(str(path))
     if "\r" in text.replace("\r\n", ""):
         line = text.replace("\r\n", "\n").split("\r")[0].count("\n") + 1

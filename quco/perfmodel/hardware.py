@@ -28,7 +28,7 @@ from scipy import stats
 
 from ..examples import HARDWARE
 from ..gst import tables
-from ..host.kernel import load_kernel
+from ..kernel.format import load_kernel
 from .params import machine
 from .search import evaluate
 from .work import Config, Work
@@ -265,16 +265,6 @@ def geomean_pct(values) -> float | None:
 
 
 DEFAULT_DATA = HARDWARE / "h100-tma-sweep.csv"  # package data (examples/hardware/README.md)
-
-
-def table(path=DEFAULT_DATA, gpu: str = "h100-sxm", quco: bool = True) -> list[dict]:
-    """The rows bench/hardware.py prints and the scorecard reads: one dict per kernel x size
-    of the measurement file `path` against the model on preset `gpu` (without the points),
-    QuCo's pick from the firmware run on the emulated unit (quco.perfmodel.evaluate)."""
-    from .evaluate import firmware_config  # boots the unit: only when asked for QuCo's picks
-    gst = tables.load(gpu)
-    out = compare(read(path), gst, (lambda g, k: firmware_config(g, k)) if quco else None)
-    return [{k: v for k, v in r.items() if k != "points"} | {"gpu": gpu, "data": str(path)} for r in out]
 
 
 def att_vs_noatt(rows: list[Measurement], gst: bytes, kernels=COMPARED) -> list[dict]:

@@ -130,7 +130,8 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
     at the partition's clock."""
     nominal = g["core_clock_mhz"]
     name = gst_name(g)
-    d = description(name)
+    # the GST file's own [model] table when it came with one (perfmodel/model_table.py), else its preset's by name
+    d = {**GPU_FIELDS, **dict(g["model"])} if "model" in g else description(name)
     slices, slice_bytes = d["l2_slices"], d["l2_slice_bytes"]
     clock = core_clock_mhz or nominal
     big = 1 << 40

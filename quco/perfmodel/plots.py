@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
-from ..host.atomic import atomic_path
+from ..util.atomic import atomic_path
 
 FIG6_CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
               "ATT/Fine-Tuned", "QuCo")

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..gst import abi
-from ..host.kernel import KernelError, movement_problems
+from ..kernel.format import KernelError, movement_problems
 
 STREAMING, STATIONARY = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 BARRIERS_PER_SLOT = abi.const("BARRIERS_PER_SLOT")
@@ -54,7 +54,7 @@ class Work:
 
     @classmethod
     def of(cls, kernel) -> "Work":
-        """From a quco.host.kernel.Kernel."""
+        """From a quco.kernel.format.Kernel."""
         if not kernel.flops_per_work_group and kernel.ci_class:
             raise KernelError([f"{kernel.name}: grid.flops_per_work_group: missing; the performance model needs "
                                f"FLOPs and compute_intensity is the class {kernel.ci_class!r}: give "
@@ -70,7 +70,7 @@ class Work:
         return work
 
     def problems(self) -> list[str]:
-        """The loop nest's consistency (quco.host.kernel.movement_problems)."""
+        """The loop nest's consistency (quco.kernel.format.movement_problems)."""
         return movement_problems([(q.passes, q.fresh, q.sharers) for q in self.queues], self.phases)
 
     @property

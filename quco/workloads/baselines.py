@@ -4,7 +4,7 @@
   (`quco.perfmodel.search.exhaustive`), searched once per unique (machine, layer shape).
 - ATT/Semi-Tuned: the first layer's Fine-Tuned configuration reused for every layer. A
   layer with other queues gets the same tile and, per queue, the slots the first layer gave
-  its first queue of the same type (`perfmodel.evaluate.adapt`). Where that does not fit the
+  its first queue of the same type (`harness.evaluate.adapt`). Where that does not fit the
   layer (LDS, barriers, a wavefront slot), the tile is halved until it fits: what a
   programmer reusing one setting would have to do. Such layers are marked `adapted`.
 - QuCo: what the firmware wrote at each launch (`runner.run`).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from ..perfmodel import search
-from ..perfmodel.evaluate import adapt, geomean
+from ..harness.evaluate import adapt, geomean
 from ..perfmodel.params import Machine
 from ..perfmodel.work import Config, Work
 from .runner import Step, model_ns
@@ -27,8 +27,10 @@ CASES = ("ATT/Semi-Tuned", "ATT/Fine-Tuned", "QuCo")
 
 
 def gst_key(g: dict) -> tuple:
-    """The GST's values as a hashable key for fine_tuned's cache (the name's bytes left out)."""
-    return tuple(sorted((k, v) for k, v in g.items() if not isinstance(v, bytes)))
+    """The GST's values as a hashable key for fine_tuned's cache (the name's bytes left out; the
+    file's own [model] table, a dict, as its sorted items: params.machine reads either)."""
+    return tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                        for k, v in g.items() if not isinstance(v, bytes)))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from ..host.kernel import Kernel
+from ..kernel.format import Kernel
 from ..gst import abi
 
 ROWS_PER_WORK_GROUP = 8   # the Table III matrix kernels: 8 streaming queues + 1 stationary

@@ -14,9 +14,9 @@ from pathlib import Path
 
 
 from ..examples import WORKLOADS
-from ..gst import schema
-from ..gst.userinput import printable
-from ..perfmodel.evaluate import geomean
+from ..util import schema
+from ..util.userinput import printable
+from ..harness.evaluate import geomean
 from . import baselines, runner
 from .format import WorkloadError, Workload, read_json
 

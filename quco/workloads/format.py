@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..gst import schema, userinput
-from ..gst.schema import field_path, value_text
-from ..host.kernel import Kernel, KernelError, load_kernel, parse_kernel
+from ..util import schema, userinput
+from ..util.schema import field_path, value_text
+from ..kernel.format import Kernel, KernelError, load_kernel, parse_kernel
 from . import derive
 
 SCHEMA_PATH = Path(__file__).with_name("workload.schema.json")
@@ -31,7 +31,7 @@ MAX_GROUP_DEPTH = 32          # groups inside groups; a model's module tree is a
                               # and the schema check and expansion recurse once per level
 KINDS = ("gemm", "conv", "kernel", "kernel_file")
 BODY_OPTIONS = ("elem_size", "consumer_wavefronts", "rows_per_work_group")
-KERNEL_NAME_MAX = 128         # kernel.json's name (host/kernel.schema.json)
+KERNEL_NAME_MAX = 128         # kernel.json's name (kernel/kernel.schema.json)
 
 
 class WorkloadError(KernelError):
@@ -68,7 +68,7 @@ class Workload:
 
 @functools.lru_cache(maxsize=1)
 def _checker() -> schema.Checker:
-    """workload.schema.json with kernel.json's rules and words (gst/schema.py)."""
+    """workload.schema.json with kernel.json's rules and words (util/schema.py)."""
     return schema.Checker(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 
-from ..gst import userinput
+from ..util import userinput
 from .format import WorkloadError
 
 MAX_MODEL_BYTES = (2 << 30) - 1     # protobuf's own limit for one message

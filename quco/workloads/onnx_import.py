@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..gst import userinput
+from ..util import userinput
 from . import derive, format
 from .format import WorkloadError
 from .onnx_graph import EXPORTER_GRAPH_NAMES, onnx_module, read, text

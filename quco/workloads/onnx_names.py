@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..gst import userinput
+from ..util import userinput
 
 MAX_NAME = 128
 CUT = "..."

@@ -22,8 +22,9 @@ import simpy
 
 from ..gst import abi, tables
 from ..host.device import QUCO_CLOCK_MHZ, Device
-from ..host.kernel import partition_problems
+from ..kernel.format import partition_problems
 from ..perfmodel import search
+from ..perfmodel.model_table import described
 from ..perfmodel.params import Machine, machine
 from ..perfmodel.sim import occupancy
 from ..perfmodel.work import Config, Work, fits
@@ -103,7 +104,7 @@ class Session:
 
     def __init__(self, gpu: str, firmware=None, profile: str = "cv32e40p", clock_mhz: float = QUCO_CLOCK_MHZ):
         self.gpu, self.gst = gpu, tables.load(gpu)
-        self.g = tables.unpack(self.gst)
+        self.g = described(gpu, self.gst)  # with the GST file's own [model] table
         self.dev = Device(self.gst, firmware, profile=profile, clock_mhz=clock_mhz)
         if self.dev.boot_status != abi.Status.OK:
             raise UnitError(f"{gpu}: the unit rejected the GST at boot: {self.dev.boot_message}")

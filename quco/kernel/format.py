@@ -20,8 +20,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from ..gst import abi
-from ..gst.schema import Checker, not_an_object, path_order, report
-from ..gst.userinput import UserFileError, printable, read_json
+from ..util.schema import Checker, not_an_object, path_order, report
+from ..util.userinput import UserFileError, printable, read_json
 
 SCHEMA_PATH = Path(files(__package__) / "kernel.schema.json")  # package data
 QUEUE_TYPES = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}

@@ -12,11 +12,11 @@ import math
 
 from ..gst import abi, tables
 from ..host.device import Device
-from ..host.kernel import Kernel
-from . import search
-from .params import machine
-from .sim import occupancy
-from .work import Config, Work, fits
+from ..kernel.format import Kernel
+from ..perfmodel import search
+from ..perfmodel.params import machine
+from ..perfmodel.sim import occupancy
+from ..perfmodel.work import Config, Work, fits
 
 CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",
          "ATT/Fine-Tuned", "QuCo", "Ideal")
@@ -53,10 +53,12 @@ def _row(gpu: str, work: Work, case: str, cfg: Config | None, outcome) -> dict:
             "barrier_cycles": outcome.barrier_cycles}
 
 
-def kernel_rows(gpu: str, gst: bytes, kernel: Kernel, firmware=None, ablations: bool = True) -> list[dict]:
+def kernel_rows(gpu: str, gst: bytes, kernel: Kernel, firmware=None, ablations: bool = True,
+                model: dict | None = None) -> list[dict]:
     """Every case (and ablation step) for one kernel on one GPU. Each row carries
-    `ideal_cycles` and `fine_cycles` so it can be normalised on its own."""
-    g = tables.unpack(gst)
+    `ideal_cycles` and `fine_cycles` so it can be normalised on its own. `model`: the GST file's
+    own [model] table (perfmodel.model_table; None: its preset's, by the GST's name)."""
+    g = tables.unpack(gst) | ({"model": model} if model is not None else {})
     work = Work.of(kernel)
     m = machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes)
     ranked = search.exhaustive(m, g, work)

@@ -3,7 +3,7 @@
     checker = Checker(schema_dict)
     checker.problems(doc)  # ['queues[2].elem_size: 3 is not one of 1, 2, 4, 8', ...]
 
-Used for kernel.json (host/kernel.schema.json), timing profiles (emulator/profile.schema.json),
+Used for kernel.json (kernel/kernel.schema.json), timing profiles (emulator/profile.schema.json),
 workloads (workloads/workload.schema.json) and DVFS traces; `field_path`, `value_text`,
 `kind_of` and `not_an_object` give the same words to checks a schema cannot make.
 Two rules are stricter than JSON Schema's: an "integer" is a whole number written without
