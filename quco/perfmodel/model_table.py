@@ -34,6 +34,7 @@ RANGES = {
     "step_instr": (0, 1 << 16, False, "consumer instructions per wavefront and step"),
     "queue_instr": (0, 1 << 16, False, "consumer instructions per descriptor a step waits for"),
     "store_instr": (0, 1 << 16, False, "consumer instructions per step that writes results"),
+    "stage_instr": (0, 1 << 16, False, "instructions per wavefront a work-group runs once per pipeline stage (set-up)"),
     "dram_sustained": (0.01, 1, False, "the share of the GST's DRAM bandwidth a copy sustains"),
     "launch_ns": (0, 10_000_000, False, "ns of kernel launch before the first work-group (at most 10 ms)"),
     "lds_reserved_per_wg": (0, 1 << 24, True, "LDS bytes each resident work-group takes beyond its queues"),
