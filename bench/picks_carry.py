@@ -20,6 +20,11 @@ Prints, with the reference model (the firmware matches it bit for bit):
    best block shape of that size. Two GSTs: the preset as it is (its latencies read as core
    cycles) and the preset with the latencies of h100-latency.csv in core cycles at 1,980 MHz
    (TMA issue 165 ns, L2 146 ns, DRAM 347 ns: 327 / 289 / 687 cycles).
+5. Slots that know their neighbours: for Table III's kernels (R9 Nano, MI100) and the H100's,
+   the paper's tile, Little's ratio, and the work-groups a CU holds at once with 1..8 slots per
+   streaming queue (reference.Planner.residents: LDS partition over the footprint, barriers), next
+   to the paper's and quco+'s slots: the input of quco+'s neighbour rule, nearly the same function
+   of the slots on every GPU because the tile scales with the LDS.
 The Radeon 530 is held back and not read here.
 """
 from __future__ import annotations
@@ -175,6 +180,22 @@ def h100_gsts() -> list[tuple[str, bytes]]:
             ("h100-sxm, h100-latency.csv in core cycles", tables.pack(measured))]
 
 
+def neighbours(kernels: dict) -> None:
+    print("\n5. Residents per CU at 1..8 slots (at the paper's set's tile), Little's ratio, the picks")
+    cases = [(gpu, name, k) for (gpu, name), k in kernels.items()]
+    cases += [("h100-sxm", stem, load_kernel(ROOT / "quco" / "examples" / "kernels" / f"{stem}.json"))
+              for stem in H100_STEMS.values()]
+    for gpu, name, k in cases:
+        gst = tables.load(gpu)
+        trace: list = []
+        p = reference.planner(gst, k.record(), trace)
+        tile, _ = p.plan()
+        ratio = next(t["ratio"] for t in trace if t["step"] == "little")
+        res = " ".join(str(p.residents(tile, n)) for n in range(1, 9))
+        print(f"   {gpu:8s} {name:24s} tile {tile:5d}  Little {float(ratio):7.1f}  residents {res}  "
+              f"quco {pick(gst, k)[1]}, quco+ {pick(gst, k, abi.FLAG_QUCO_PLUS)[1]}")
+
+
 def main() -> int:
     kernels = table3_kernels()
     table3(kernels)
@@ -184,6 +205,7 @@ def main() -> int:
     for rules in RULES:
         for label, gst in h100_gsts():
             h100(gst, label, rows, rules)
+    neighbours(kernels)
     return 0
 
 

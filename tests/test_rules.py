@@ -111,11 +111,14 @@ def test_quco_plus_rounds_up_to_an_integer_and_skips_the_cu_step(devices):
     tiles in flight that cover the memory time), no power of two, no CU step. Two 65,536-element
     int8 queues on the R9 Nano, low CI, tile 4096: memTime of a step 850 + 4096 x (2 x 0.125 +
     4 / 64) = 2130 over procTime 9.143 + 8.143 x 4 = 41.71, / 16 = 3.19: the paper's rules round
-    to 4 and step x 32 / 64 CUs to 2; quco+ takes 4 (planted as the nearest integer: 3; as a
-    power of two with the CU step: 2)."""
+    to 4 and step x 32 / 64 CUs to 2; quco+ takes 4, then deepens it (neighbours, below): 2 x 4 x
+    4 KiB = 32 KiB leaves room for one work-group in the 65,408 B (64 KiB less 128 B of metadata),
+    and so do 5, 6 and 7 slots (56 KiB); 8 slots (64 KiB) do not fit: 7. Planted as the nearest
+    integer: 3 -> 7 as well, so the CU step is what the first assertion checks; as a power of
+    two with the CU step: 2."""
     queues = [(65536, 0, 1)] * 2
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (4096, [2, 2])
-    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (4096, [4, 4])
+    assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (4096, [7, 7])
 
 
 def test_quco_plus_rounding_up_enters_the_lds_bound(devices):
@@ -137,3 +140,61 @@ def test_quco_plus_caps_at_the_transfers_not_a_power_of_two(devices):
     queues = [(5000, 0, 2)]
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2])
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3])
+
+
+def test_quco_plus_deepens_the_ring_while_the_neighbours_stay(devices):
+    """quco+'s neighbour rule: the ring deepens while the CU still holds as many work-groups as at
+    Little's count. ElementwiseK on the h100-sxm preset (one 65,536-element fp16 queue, low CI):
+    cpb = 1980 x 132 / 3,350,000 = 0.0780, lat = 327 + 285 + 693 = 1305; at 8192 memTime =
+    1305 + 8192 x (2 x 0.0780 + 4 / 128) = 2839, procTime = 9.143 + 8.143 x 4 = 41.71, ratio
+    2839 / 41.71 / 16 = 4.25 -> 5. The partition holds 233,472 - 128 B of metadata = 233,344 B:
+    at 5 slots (80 KiB) two work-groups, at 6 (96 KiB) and 7 (112 KiB) still two, at 8 (128 KiB)
+    one: 7 (the sweep's best at the paper's size; 8192/8 runs +10.9% there). Planted as "no
+    deepening": 5; as "as deep as one work-group fits": 8. The R9 Nano's 5,000-element queue below
+    shows the other stop, the queue's transfers; and on the R9 Nano the same ElementwiseK (2048,
+    Little 4.94 -> 5) keeps 5: 20 KiB x 3 work-groups fit, 24 KiB x 3 do not."""
+    assert pick(devices, "h100-sxm", record([(65536, 0, 2)], ci_class=abi.CI_CLASS_LOW,
+                                            flags=abi.FLAG_QUCO_PLUS)) == (8192, [7])
+    assert pick(devices, R9_NANO, record([(65536, 0, 2)], ci_class=abi.CI_CLASS_LOW,
+                                         flags=abi.FLAG_QUCO_PLUS)) == (2048, [5])
+    # the paper's rule set does not deepen: Little 5 -> power of two 4 -> CU step x 32 / 132: 2
+    assert pick(devices, "h100-sxm", record([(65536, 0, 2)], ci_class=abi.CI_CLASS_LOW)) == (8192, [2])
+
+
+def test_quco_plus_neighbours_agree_with_the_model_where_they_deepen(devices):
+    """The neighbour rule's loop (two divisions, then products per deeper slot) against the
+    model's integer divisions, on launches drawn so that Little's count is often below max_slots
+    with room to deepen: long low-CI queues (one or two, 1- or 2-byte elements, sometimes a
+    stationary queue), 7 or 15 consumers, max_slots 16, partitions of the LDS, and barrier
+    budgets small enough that some rings stop at the barriers rather than the LDS. Every launch
+    agrees bit for bit (fuzz.compare raises otherwise); at least a quarter deepen (42 of 120 with
+    this seed), and some stop at the barriers (12)."""
+    import random
+    rng = random.Random(30)
+    deepened = by_barriers = 0
+    n = 120
+    for _ in range(n):
+        g = tables.unpack(tables.load(rng.choice(["h100-sxm", "r9-nano", "mi100"])))
+        g.update(max_slots=16, barrier_limit=rng.choice([128, 128, 24, 40]))
+        gst = tables.pack(g)
+        queues = [(rng.choice([1 << 20, rng.randint(100_000, 1 << 20)]), 0, rng.choice([1, 2]))] * rng.randint(1, 2)
+        if rng.random() < 0.25:
+            queues.append((65536, 1, 2))
+        lds = rng.choice([0, 0, 128 * rng.randint(g["lds_bytes"] // 512, g["lds_bytes"] // 128)])
+        rec = record(queues, ci_class=abi.CI_CLASS_LOW, wfs=rng.choice([7, 15]), lds_bytes=lds,
+                     flags=abi.FLAG_QUCO_PLUS)
+        res = fuzz.compare(devices(gst), rec)
+        trace = []
+        p = reference.planner(gst, rec, trace)
+        tile, _ = p.plan()
+        assert res.ok and res.tile == tile
+        little = next(t for t in trace if t["step"] == "little")
+        if little["stepped"] > little["rounded"]:
+            deepened += 1
+            s = little["stepped"]
+            ring = {i: s + 1 for i in p.stream}
+            r0 = p.residents(tile, little["rounded"])
+            by_barriers += (s < g["max_slots"] and p.avail // p.bytes_needed(tile, ring)
+                            >= r0 > g["barrier_limit"] // p.barriers_needed(ring))
+    assert deepened >= n // 4
+    assert by_barriers >= 1

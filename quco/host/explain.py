@@ -95,7 +95,8 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
 def _slots(p: reference.Planner, steps: list[dict]) -> Table:
     t = Table(title="Algorithm 3: slots (Little's law per kernel)")
     for col in ("queue", "kind", "memTime of a step", "procTime", "Little's ratio",
-                "integer, rounded up (quco+)" if p.plus else "power of two", "CU step",
+                "integer, rounded up (quco+)" if p.plus else "power of two",
+                "deepened, neighbours kept (quco+)" if p.plus else "CU step",
                 "final"):
         t.add_column(col, justify="right")
     fit = next((s for s in steps if s["step"] == "fit"), None)

@@ -124,7 +124,8 @@ class Planner:
         # bytes one step of the kernel moves per tile element: every streaming queue's element
         self.step_bytes = sum(self.q[i].elem_size for i in self.stream)
         self.cu_aware = not self.flags & abi.FLAG_NO_CU_AWARE
-        # quco+ (not the paper's; docs/algorithm.md): slots rounded up to an integer, no CU step
+        # quco+ (not the paper's; docs/algorithm.md): slots rounded up to an integer, no CU step, the
+        # ring deepened while the CU keeps its resident work-groups (neighbours)
         self.plus = bool(self.flags & abi.FLAG_QUCO_PLUS)
         self.max_pow2 = floor_pow2(g["max_slots"])
 
@@ -254,10 +255,29 @@ class Planner:
         n = self.cu_step(self.round_pow2(self.little(t)))
         return {i: n for i in self.stream}
 
+    def residents(self, t: int, n: int) -> int:
+        """Work-groups a CU holds at once when every streaming queue has n slots of t elements and
+        every stationary queue one: the LDS partition over the footprint, and the barriers."""
+        ring = {i: n for i in self.stream}
+        return min(self.avail // self.bytes_needed(t, ring), self.g["barrier_limit"] // self.barriers_needed(ring))
+
+    def neighbours(self, t: int, n: int) -> int:
+        """quco+ only: the ring deepens, a slot at a time up to max_slots, while the CU still holds
+        as many work-groups as at n slots (at least one): Little's n is the fewest tiles in flight,
+        a deeper ring that takes no neighbour's place only adds tiles in flight (H100 sweep:
+        ElementwiseK 8192/7 keeps two work-groups per SM and is the best, 8192/8 keeps one and runs
+        +10.9%; docs/algorithm.md)."""
+        if not self.plus or not self.stream:
+            return n
+        r0 = self.residents(t, n)
+        while r0 >= 1 and n < self.g["max_slots"] and self.residents(t, n + 1) >= r0:
+            n += 1
+        return n
+
     def streaming_slots(self, t: int) -> dict:
         ratio = self.little(t)
         rounded = self.round_pow2(ratio)
-        stepped = self.cu_step(rounded)
+        stepped = self.neighbours(t, self.cu_step(rounded))
         slots = {i: self.cap(t, i, stepped) for i in self.stream}
         self.note("little", tile=t, mem=self.mem_time(t, self.step_bytes), proc=self.proc_time(t), ratio=ratio,
                   rounded=rounded, stepped=stepped, slots=slots)

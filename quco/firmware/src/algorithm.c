@@ -268,14 +268,33 @@ __attribute__((noinline)) static void fill(const planner_t *p, uint32_t tile_log
  * queue holds; when that does not fit, the CI fallback halved until it fits. Returns whether
  * it fits: it always does unless one slot per queue of the smallest tile does not (the LDS
  * bound leaves room for Little's slots of this tile, or the tile is the smallest). */
+/* quco+ only: the ring deepens a slot at a time, up to max_slots, while the CU still holds as
+ * many work-groups (LDS partition over the footprint, and barriers) as at n slots, at least one.
+ * floor(avail / bytes) >= r0 is tested as r0 x bytes <= avail: two divisions, not one per slot. */
+static uint32_t neighbours(planner_t *p, uint32_t tile_log2, uint32_t n)
+{
+    fits(p, tile_log2, 0, n);
+    uint32_t r0 = min_u(p->avail / p->need_bytes, GST->barrier_limit / (QUCO_BARRIERS_PER_SLOT * p->need_slots));
+    while (r0 && n < GST->max_slots) {
+        fits(p, tile_log2, 0, n + 1u);
+        if (r0 * p->need_bytes > p->avail || r0 * QUCO_BARRIERS_PER_SLOT * p->need_slots > GST->barrier_limit)
+            break;
+        n++;
+    }
+    return n;
+}
+
 static int streaming_slots(planner_t *p, uint32_t tile_log2, uint8_t *slots)
 {
-    fill(p, tile_log2, p->little_n, slots);
+    uint32_t n = p->little_n;
+    if (plus_rules && p->groups->n_streaming)
+        n = neighbours(p, tile_log2, n);
+    fill(p, tile_log2, n, slots);
     if (fits(p, tile_log2, slots, 0))
         return 1;
     /* the fallback values are powers of two: rounding them only caps them at max_pow2_slots */
     int low = p->ci_class == QUCO_CI_CLASS_LOW && !(p->flags & QUCO_FLAG_NO_CI_SCALING);
-    uint32_t n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, max_pow2_slots);
+    n = min_u(low ? QUCO_FALLBACK_SLOTS_LOW_CI : QUCO_FALLBACK_SLOTS, max_pow2_slots);
     int ok;
     for (;;) {
         fill(p, tile_log2, n, slots);
