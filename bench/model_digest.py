@@ -74,12 +74,14 @@ def digest(values: dict) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
-def _numbers(v):
-    if isinstance(v, (int, float)):
-        return [float(v)]
-    if isinstance(v, (list, tuple)):
-        return [x for e in v for x in _numbers(e)]
-    return []
+def _bests(values: dict) -> dict:
+    """Per searched space (the key's part before ' att '): (cycles, configuration) of its fastest."""
+    out: dict = {}
+    for k, v in values.items():
+        tag, sep, cfg = k.partition(" att ")
+        if sep and isinstance(v, (int, float)) and (tag not in out or v < out[tag][0]):
+            out[tag] = (v, cfg)
+    return out
 
 
 def main() -> int:
@@ -101,16 +103,26 @@ def main() -> int:
         print(f"before: {len(old):,} values, sha256 {digest(old)}")
         missing, extra = old.keys() - values.keys(), values.keys() - old.keys()
         changed = [k for k in old.keys() & values.keys() if old[k] != values[k]]
-        worst, where = 0.0, None
+        worst, where, picks = 0.0, None, []
         for k in changed:
-            a, b = _numbers(old[k]), _numbers(values[k])
-            for x, y in zip(a, b):
-                if x != y:
-                    rel = abs(y / x - 1) if x else float("inf")
-                    if rel > worst:
-                        worst, where = rel, k
+            a, b = old[k], values[k]
+            if isinstance(a, list) and isinstance(b, list):  # a baseline: (tile, slots, cycles)
+                if a[:2] != b[:2]:
+                    picks.append(k)
+                a, b = a[2], b[2]
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a != b:
+                rel = abs(b / a - 1) if a else float("inf")
+                if rel > worst:
+                    worst, where = rel, k
+        best_old, best_new = _bests(old), _bests(values)
+        moved = sorted(t for t in best_old if best_old[t] != best_new.get(t))
         print(f"changed {len(changed):,}, missing {len(missing):,}, new {len(extra):,}; "
-              f"max relative change {worst:.3e}" + (f" at {where}: {old[where]} -> {values[where]}" if where else ""))
+              f"max relative change of a time {worst:.3e}" + (f" at {where}: {old[where]} -> {values[where]}" if where else ""))
+        print(f"baseline picks changed: {len(picks)} {sorted(picks)[:8]}")
+        print(f"best of a searched space changed: {len(moved)} of {len(best_old)}")
+        for t in moved:
+            print(f"  {t}: {best_old[t][1]} ({best_old[t][0]:.6g}) -> {best_new[t][1]} ({best_new[t][0]:.6g}); the old best now "
+                  f"{values.get(t + ' att ' + best_old[t][1])}")
         for k in sorted(changed)[:10]:
             print(f"  {k}: {old[k]} -> {values[k]}")
         return 0 if not (changed or missing or extra) else 1
