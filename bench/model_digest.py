@@ -115,7 +115,7 @@ def main() -> int:
                 if rel > worst:
                     worst, where = rel, k
         best_old, best_new = _bests(old), _bests(values)
-        moved = sorted(t for t in best_old if best_old[t] != best_new.get(t))
+        moved = sorted(t for t in best_old if best_old[t][1] != best_new.get(t, (0, None))[1])
         print(f"changed {len(changed):,}, missing {len(missing):,}, new {len(extra):,}; "
               f"max relative change of a time {worst:.3e}" + (f" at {where}: {old[where]} -> {values[where]}" if where else ""))
         print(f"baseline picks changed: {len(picks)} {sorted(picks)[:8]}")
