@@ -6,7 +6,7 @@
 1. one model evaluation of each bundled kernel with the firmware's configuration on the
    R9 Nano: events and milliseconds (median of 5);
 2. exhaustive search of each 9-queue kernel on one core (target: within 1 s, issue #20);
-3. exhaustive search on the H100 at grids of 256 and 32,768 work-groups (issue #29: at most
+3. exhaustive search on the H100 at grids of 256, 4,096 and 32,768 work-groups (issue #29: at most
    1 s at any grid size; the cost is steady state plus first and last waves), with the
    per-work-group time of the fastest configuration at both;
 4. `quco-emu run whisper-tiny.json` with baselines (issue #29: a few seconds);
@@ -76,7 +76,7 @@ def grid_sizes():
     m = machine(g)
     print("exhaustive search on the H100, one core, by grid size (target <= 1 s at any size):")
     for name in ("Dot-Product", "Matrix-Vector", "Elementwise"):
-        for wgs in (256, 32768):
+        for wgs in (256, 4096, 32768):
             work = Work.of(hardware.scaled_kernel(name, wgs))
             search.evaluate.cache_clear()
             t = time.process_time()

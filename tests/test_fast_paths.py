@@ -165,6 +165,11 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
                 assert (dev_run.status, dev_run.lds, dev_run.cache_hit) == (
                     slow_step.answer.status, slow_step.answer.config, slow_step.answer.cache_hit)
                 assert [vars(q) for q in dev_run.queues] == slow_decode(dev_run.lds)
+        if hooks == "C hooks" and prof.fdiv_by_operands:
+            # the C code hook's memo of the operand-timed instructions was filled (hooks.Hooks.
+            # _on_operand_timed_c) and answered the uncached relaunches, which repeat the cold
+            # launches' FDIVs: the counts above are exact with it
+            assert fast._fast.memo, profile
     metered = soc.Soc(image, gst, profile="cv32e40p", count_memory=True)  # with the access-counting hooks too
     prof = timing.load_profile("cv32e40p")
     assert (metered.boot().cycles, metered.launch(records[0]).cycles) == (
@@ -236,6 +241,45 @@ def test_a_program_of_split_accesses_and_divides_counts_alike(gnu_as, hooks):
                 assert (step.instructions, step.cycles) == slow_count(events, prof, i == 0), (profile, trace, i)
                 if trace:
                     assert sum(c for *_, c in step.trace) == step.cycles
+
+
+REPEATS = """
+li t0,0x2000
+csrs mstatus,t0          # the FPU on
+again:
+li s1,3
+li a0,1000
+li a2,7
+li t1,21
+fcvt.s.w fa0,t1
+fcvt.s.w fa4,a2
+loop:
+fdiv.s fa1,fa0,fa4       # 21/7: exact, 3 is short (cv32e40p)
+fdiv.s fa2,fa0,fa1       # then 21/3, in the same block
+divu a3,a0,a2            # and a divide: three operand-timed in one block, the same operands each round
+fadd.s fa3,fa2,fa2
+addi s1,s1,-1
+bnez s1,loop
+wfi
+j again
+"""
+
+
+def test_repeated_operand_timed_blocks_count_alike(gnu_as, hooks):
+    # the C hook's memo answers a block execution's first operand-timed instruction from the
+    # second round on, and Python the other two with its latency: the counts stay those of the
+    # slow computation, round after round and step after step
+    image, gst = elf.load(gnu_as(".globl _start\n_start:\n" + REPEATS)), tables.load("r9-nano")
+    slow = Recorder(image, gst)
+    steps = [slow.step(slow.soc.run)[1] for _ in range(3)]
+    for profile in PROFILES:
+        prof = timing.load_profile(profile)
+        fast = soc.Soc(image, gst, profile=profile)
+        for i, events in enumerate(steps):
+            step = fast.run()
+            assert (step.instructions, step.cycles) == slow_count(events, prof, i == 0), (profile, i)
+        if hooks == "C hooks" and prof.fdiv_by_operands:
+            assert fast._fast.memo  # it answered the later rounds
 
 
 def test_a_library_of_another_layout_is_not_used(monkeypatch):

@@ -42,9 +42,10 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
 # layers 96.
 MAX_MODEL_TILES = 4_096        # tiles of one pass, at the GST's smallest tile
 # The model simulates a few periods of a loop nest of many passes and extrapolates the rest
-# (sim.simulate), but the Ideal case of evaluate gives every tile of every pass its own slot
-# and so simulates every pass: Matrix-Matrix's 128 passes of 64 tiles (8,192 steps) take
-# about a second; 256 passes (16,384) 4 s.
+# (sim.simulate), the Ideal case too where one work-group is resident; with several, each
+# one's producer queues every tile of every pass at once and the time is not linear in the
+# passes (sim.simulate), so evaluate's Ideal simulates every pass of those: Matrix-Matrix's
+# 128 passes of 64 tiles (8,192 steps) take about a second; 256 passes (16,384) 4 s.
 MAX_MODEL_STEPS = 65_536       # tiles x the passes the model simulates (search, launch, run)
 MAX_IDEAL_STEPS = 16_384       # tiles x every pass (evaluate's Ideal case)
 

@@ -18,6 +18,8 @@
 
 typedef uint32_t (*quco_new_edge_fn)(uint32_t edge, uint64_t address, uint32_t size);
 typedef int (*quco_stop_fn)(void *uc);  /* uc_emu_stop */
+typedef void (*quco_timed_fn)(uint64_t address);  /* Python: an operand-timed instruction, the slow way */
+typedef int (*quco_reg_read_fn)(void *uc, int regid, void *value);  /* uc_reg_read */
 
 typedef struct {
     quco_new_edge_fn on_edge;   /* Python: the edge from `edge` to block (address, size), entered */
@@ -33,10 +35,26 @@ typedef struct {
     uint64_t budget;            /* instructions the step may retire (UINT64_MAX: no limit) */
     quco_stop_fn stop;          /* uc_emu_stop, called before a block that could pass the budget */
     uint32_t over;              /* set when it was called */
+    /* The operand-timed instructions (divides, fdiv/fsqrt: emulator/hooks.py): a memo of what
+     * the first one of a block execution did, by (edge, site, operands), filled by Python */
+    quco_timed_fn on_timed;     /* Python: one the memo does not answer */
+    quco_reg_read_fn reg_read;  /* uc_reg_read */
+    uint32_t sites;             /* how many */
+    uint64_t *site_address;     /* per site: its address */
+    int32_t *site_reg;          /* ... the Unicorn registers its latency reads, two a site (-1: none) */
+    uint32_t timed_block;       /* `blocks` when one last ran (UINT32_MAX: none this step) */
+    uint32_t timed_lat;         /* the latency of the one the memo answered there */
+    uint32_t memo_mask;         /* memo slots - 1 */
+    uint32_t *memo_edge;        /* key: the edge the walk was on (UINT32_MAX: empty) */
+    uint32_t *memo_site;        /* ... the site */
+    uint64_t *memo_ops;         /* ... its operands' low 32 bits, first << 32 | second */
+    uint32_t *memo_next;        /* answer: the edge the walk goes on from */
+    int64_t *memo_delta;        /* ... cycles added (a variant may cost fewer) */
+    uint32_t *memo_lat;         /* ... the instruction's latency */
 } quco_counter;
 
 /* Layout version: bump it with any change to quco_counter (fastcount.py checks it). */
-#define QUCO_FASTCOUNT_VERSION 3u
+#define QUCO_FASTCOUNT_VERSION 4u
 
 unsigned quco_fastcount_abi(void)
 {
@@ -86,4 +104,47 @@ void quco_on_access(void *uc, int type, uint64_t address, int size, int64_t valu
     (void)uc, (void)type, (void)value;
     if ((size == 4 && (address & 3)) || (size == 2 && (address & 3) == 3))
         c->splits++;
+}
+
+/* The memo's hash; fastcount.memo_slot() computes the same. */
+static uint32_t memo_slot(uint32_t edge, uint32_t site, uint64_t ops, uint32_t mask)
+{
+    return (uint32_t)(((ops * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)edge * 0xC2B2AE3D27D4EB4Full)
+                       ^ ((uint64_t)site * 0x165667B19E3779F9ull)) >> 32) & mask;
+}
+
+/* A code hook on each operand-timed instruction: the first of a block execution whose (edge,
+ * operands) the memo knows moves the walk as Python did the first time; anything else is
+ * Python's (Hooks._on_operand_timed_c). */
+void quco_on_timed(void *uc, uint64_t address, uint32_t size, void *user)
+{
+    quco_counter *c = (quco_counter *)user;
+    uint64_t a = 0, b = 0, ops;
+    uint32_t i, s;
+    (void)size;
+    if (c->timed_block == c->blocks) {  /* not the first of this block execution */
+        c->on_timed(address);
+        return;
+    }
+    for (i = 0; i < c->sites && c->site_address[i] != address; i++)
+        ;
+    if (i == c->sites) {
+        c->on_timed(address);
+        return;
+    }
+    if (c->site_reg[2 * i] >= 0)
+        c->reg_read(uc, c->site_reg[2 * i], &a);
+    if (c->site_reg[2 * i + 1] >= 0)
+        c->reg_read(uc, c->site_reg[2 * i + 1], &b);
+    ops = (a & 0xFFFFFFFFull) << 32 | (b & 0xFFFFFFFFull);
+    for (s = memo_slot(c->edge, i, ops, c->memo_mask); c->memo_edge[s] != UINT32_MAX; s = (s + 1) & c->memo_mask) {
+        if (c->memo_edge[s] == c->edge && c->memo_site[s] == i && c->memo_ops[s] == ops) {
+            c->timed_block = c->blocks;
+            c->timed_lat = c->memo_lat[s];
+            c->cycles += (uint64_t)c->memo_delta[s];
+            c->edge = c->memo_next[s];
+            return;
+        }
+    }
+    c->on_timed(address);
 }

@@ -21,8 +21,9 @@ address << 32 | translated size, to its edge. Each pair of blocks is scheduled o
 When the C hooks are built (emulator/fastcount.py) the counting modes other than tracing
 use them: the C block hook walks the same graph, each edge numbered (`_edge_ids`), through a
 table Python fills the first time a pair occurs (`_on_new_pair`); divides and fdiv/fsqrt
-(when the profile times them from their operands) are still seen by a Python code hook on
-their addresses, which moves the walk to the block's variant.
+(when the profile times them from their operands) by a C code hook on their addresses, which
+reads their operands and moves the walk to the block's variant from a memo of (edge, site,
+operands) that Python fills the first time (`_on_operand_timed_c`).
 """
 from __future__ import annotations
 
@@ -112,8 +113,26 @@ class Hooks:
             self._add_block_hook(self._on_block)
         if self.split_penalty and lib is None:  # a profile that charges split accesses: check every access
             self._add_raw_hook(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, HOOK_MEM_ACCESS_CFUNC(self._on_data_access))
-        for address in self._operand_timed:  # a code hook on each operand-timed instruction only
-            self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_operand_timed), address, address)
+        if lib is not None and self._operand_timed:  # the C code hook and its memo, Python behind it
+            self._fast.add_timed(lib, self.uc, self._operand_regs, self._on_operand_timed_c)
+        elif lib is None:
+            for address in self._operand_timed:  # a code hook on each operand-timed instruction only
+                self._add_raw_hook(UC_HOOK_CODE, HOOK_CODE_CFUNC(self._on_operand_timed), address, address)
+
+    def _operand_registers(self) -> dict:
+        """address -> the Unicorn registers whose values the latency of the operand-timed
+        instruction there depends on (timing.operand_cycles): a divide's divisor, an fdiv's
+        two operands, an fsqrt's one."""
+        out = {}
+        for address, w in self._operand_timed.items():
+            rs1, rs2 = w >> 15 & 31, w >> 20 & 31
+            if timing.is_div(w):
+                out[address] = (UC_RISCV_REG_X0 + rs2,)
+            elif w >> 25 == 0x2C:
+                out[address] = (UC_RISCV_REG_F0 + rs1,)
+            else:
+                out[address] = (UC_RISCV_REG_F0 + rs1, UC_RISCV_REG_F0 + rs2)
+        return out
 
     def _operand_timed_sites(self) -> dict:
         """address -> word of every instruction in the image whose latency the profile takes
@@ -224,28 +243,45 @@ class Hooks:
         self.blocks += 1
 
     def _on_operand_timed(self, _handle, address, _size, _key):
-        """A divide or fdiv/fsqrt is about to run (a code hook on those only): its latency
-        from its operands. Once the block's last such instruction has run, the block is
-        charged as the variant with those latencies, and the next block follows that
-        variant (its pending results)."""
+        """A divide or fdiv/fsqrt is about to run (a code hook on those only, the Python
+        hooks'): its latency from its operands. Once the block's last such instruction has
+        run, the block is charged as the variant with those latencies, and the next block
+        follows that variant (its pending results)."""
         lat = timing.operand_cycles(self.timer.p, self._operand_timed[address], self._x, self._f)
-        fast = self._fast.c if self._fast is not None else None
-        blocks = fast.blocks if fast is not None else self.blocks
-        if self._timed_block != blocks:  # the first operand-timed instruction of this block execution
-            self._timed_block, self._timed_lats = blocks, ()
+        if self._timed_block != self.blocks:  # the first operand-timed instruction of this block execution
+            self._timed_block, self._timed_lats = self.blocks, ()
         self._timed_lats += (lat,)
-        e = self._edges[fast.edge] if fast is not None else self._edge
+        e = self._edge
         v = self._variant(e, self._timed_lats)
         if v is e:
             return
         delta = v[_CYCLES] - e[_CYCLES]
-        if fast is not None:  # the C walk goes on from the variant
-            fast.edge, fast.cycles = self._edge_id(v), fast.cycles + delta
-            return
         self._edge = v
         self.cycles += delta
         if self.tracing:
             self.trace[-1] = self.trace[-1].plus(delta, self._timed_lats)
+
+    def _on_operand_timed_c(self, address):
+        """The same for the C hooks, called by their code hook (_fastcount.c quco_on_timed)
+        for what its memo does not answer: the first operand-timed instruction of a block
+        execution from an edge and on operands not met before, and any later one of the same
+        block execution. What the first did is entered in the memo: a launch that repeats
+        another's divides and FDIVs (the same kernel again) runs them without Python."""
+        fast = self._fast.c
+        lat = timing.operand_cycles(self.timer.p, self._operand_timed[address], self._x, self._f)
+        blocks, edge = fast.blocks, fast.edge
+        if fast.timed_block != blocks:
+            before = ()
+        else:  # an earlier one of this block execution ran here, or in C (its latency kept there)
+            before = self._timed_lats if self._timed_block == blocks else (fast.timed_lat,)
+        self._timed_block, self._timed_lats, fast.timed_block = blocks, before + (lat,), blocks
+        e = self._edges[edge]
+        v = self._variant(e, self._timed_lats)
+        nxt, delta = (edge, 0) if v is e else (self._edge_id(v), v[_CYCLES] - e[_CYCLES])
+        fast.edge, fast.cycles = nxt, fast.cycles + delta
+        if not before:
+            ops = [self._reg(r) & 0xFFFF_FFFF for r in self._operand_regs[address]] + [0]  # as the C hook reads them
+            self._fast.remember(edge, address, ops[0] << 32 | ops[1], nxt, delta, lat)
 
     def _variant(self, e, lats: tuple) -> tuple:
         """Edge e with its block's operand-timed instructions at latencies `lats`, once they

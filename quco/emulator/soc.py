@@ -117,6 +117,7 @@ class Soc(Hooks):
         self._fast = None  # the C hooks (emulator/fastcount.py), when built
         self._edge, self._timed_block, self._timed_lats = self._start_edge, -1, ()
         self._operand_timed = self._operand_timed_sites()  # divides and FDIVs timed from their operands (hooks.py)
+        self._operand_regs = self._operand_registers()  # the registers each one's latency reads
         self.split_penalty = timer.p.split_access if timer is not None else 0
         self._install_counting()
         if count_memory:

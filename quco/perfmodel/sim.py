@@ -38,8 +38,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-import simpy
-
+from . import events
 from .memory import Pipes, hit_fractions
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
@@ -51,16 +50,9 @@ WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simu
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
 
-class Environment(simpy.Environment):
-    """SimPy's environment, counting the events it schedules (a speed figure)."""
-
-    def __init__(self):
-        super().__init__()
-        self.scheduled = 0
-
-    def schedule(self, event, priority=1, delay=0):
-        self.scheduled += 1
-        super().schedule(event, priority, delay)
+class Environment(events.Environment):
+    """The event kernel (quco.perfmodel.events: SimPy's semantics, less overhead); it counts
+    the events it schedules (a speed figure)."""
 
 
 @dataclass
@@ -136,7 +128,7 @@ class _Queues:
         self.released = [[] for _ in range(n)]
         self.consumer_wait = [None] * n
         self.producer_wait = [None] * n
-        self.drained = simpy.Store(env)
+        self.drained = events.Store(env)
 
     @staticmethod
     def wake(waits: list, gi: int, delay: float = 0.0) -> None:
@@ -503,21 +495,29 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     exact = exact or trace
     if not exact:
         steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-        # not the ideal run: its slots hold whole passes, which a cut queue would change
-        if steps > STEP_RUNS[1] * 2 and mode != "ideal" and max(cfg.slots) < STEP_RUNS[0] \
+        # the ideal run's slots hold the whole pass: in the cut queue too, so its producer is
+        # never held there either
+        if steps > STEP_RUNS[1] * 2 and (mode == "ideal" or max(cfg.slots) < STEP_RUNS[0]) \
                 and streams_privately(work, cfg.tile):
             return extrapolate_steps(m, work, cfg, mode, max_occupancy, steps)
     period = pass_period(work)
-    # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill
-    ahead = max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
+    # the producer runs ahead by up to its slots: leave that many passes for the pipe to fill.
+    # In the ideal run no slot ever holds it (each tile of every pass has its own): it issues
+    # at the ATT's pace from the start and the pipes are full within the first pass, as in a
+    # run with a slot for every tile of one pass
+    ahead = 1 if mode == "ideal" else max(math.ceil(s / work.tiles(i, cfg.tile)) for i, s in enumerate(cfg.slots))
     short = 1 + WARM_PASSES + ahead
     short += (work.passes - short) % period  # the passes left are whole periods
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
     long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
-    if exact or short + long_ >= work.passes:  # two short runs would cost more than the whole
+    a = None if exact or short + long_ >= work.passes else Model(m, work, cfg, mode, False, max_occupancy, short)
+    # Not the ideal run of several resident work-groups: each one's producer queues every tile
+    # of every pass in the CU's ATT unit and pipes at once (first come, first served), so the
+    # others wait behind all of it and the time is not linear in the passes (a cut run would
+    # give Matrix-Matrix's Ideal up to 4x faster: docs/perf-model.md)
+    if a is None or (mode == "ideal" and a.occ > 1):  # (else two short runs cost more than the whole)
         model = Model(m, work, cfg, mode, trace, max_occupancy)
         return model.outcome(model.run(exact))
-    a = Model(m, work, cfg, mode, False, max_occupancy, short)
     b = Model(m, work, cfg, mode, False, max_occupancy, long_)
     ta, tb = a.run(), b.run()
     per = (work.passes - long_) / (long_ - short)

@@ -1,0 +1,111 @@
+"""The performance model's speed work (issue #29 item 3) changes no result: the event kernel
+(quco.perfmodel.events) against SimPy itself, event for event; the model's cost against a
+bound on the events it schedules, at any grid size (a count, not seconds)."""
+import types
+from pathlib import Path
+
+import pytest
+import simpy
+
+from quco.gst import tables
+from quco.host.kernel import load_kernel
+from quco.perfmodel import hardware, search, sim
+from quco.perfmodel.params import machine
+from quco.perfmodel.work import Config, Work
+
+KERNELS = Path(__file__).resolve().parent.parent / "quco" / "examples" / "kernels"
+
+
+class CountingSimPy(simpy.Environment):
+    """SimPy's own environment, counting what it schedules as the model's kernel does."""
+
+    def __init__(self):
+        super().__init__()
+        self.scheduled = 0
+
+    def schedule(self, event, priority=1, delay=0):
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+def _cases():
+    """A configuration per bundled kernel on two presets in each mode (some with their rounds
+    or passes extrapolated, some on the step window, multi-phase and split-K ones among them)."""
+    out = []
+    for gpu in ("r9-nano", "h100-sxm"):
+        g = tables.unpack(tables.load(gpu))
+        m = machine(g)
+        for path in sorted(KERNELS.glob("*.json")):
+            work = Work.of(load_kernel(path))
+            cands = search.candidates(work, m, search.tiles(g), (1, 2, 3))
+            for cfg in (cands[0], cands[len(cands) // 2]):
+                out.append((gpu, m, work, cfg, "att", 0))
+            out.append((gpu, m, work, Config(search.tiles(g)[2], (1,) * len(work.queues)), "noatt", 0))
+    g = tables.unpack(tables.load("h100-sxm"))
+    for name in ("Elementwise", "Dot-Product"):  # a large grid: rounds skipped, the step window
+        work = Work.of(hardware.scaled_kernel(name, 32768))
+        out.append(("h100-sxm", machine(g), work, Config(64, (2, 2)), "att", 0))
+    mi = machine(tables.unpack(tables.load("r9-nano")), unlimited_lds=True)
+    work = Work.of(load_kernel(KERNELS / "dot-product.json"))
+    out.append(("r9-nano", mi, work, Config(512, tuple(work.tiles(i, 512) for i in range(2))), "ideal", 2))
+    return out
+
+
+@pytest.mark.parametrize("gpu,m,work,cfg,mode,cap", _cases(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_the_event_kernel_gives_simpys_results_event_for_event(monkeypatch, gpu, m, work, cfg, mode, cap):
+    if not sim.occupancy(m, work, cfg, mode):
+        pytest.skip("does not fit")
+    ours = sim.simulate(m, work, cfg, mode, max_occupancy=cap).as_dict()
+    monkeypatch.setattr(sim, "Environment", CountingSimPy)
+    monkeypatch.setattr(sim, "events", types.SimpleNamespace(Store=simpy.Store))
+    theirs = sim.simulate(m, work, cfg, mode, max_occupancy=cap).as_dict()
+    assert ours == theirs  # cycles and every other figure, events scheduled included
+
+
+def _ideal(name: str, wgs: int, tile: int):
+    g = tables.unpack(tables.load("h100-sxm"))
+    m, work = machine(g, unlimited_lds=True), Work.of(hardware.scaled_kernel(name, wgs))
+    cfg = Config(tile, tuple(work.tiles(i, tile) * q.passes for i, q in enumerate(work.queues)))
+    return m, work, cfg, sim.occupancy(m, work, cfg)
+
+
+@pytest.mark.parametrize("name", ["Elementwise", "Dot-Product"])
+def test_a_large_grid_ideal_evaluation_stays_within_an_event_bound(name):
+    # Ideal (every tile of the pass has its slot) at the smallest tile on a million work-groups:
+    # the rounds of work-groups past ROUNDS + 1 and the steps past the step window are
+    # extrapolated as in every other mode, so the events scheduled are bounded by the work-groups
+    # simulated (ROUNDS + 2 rounds of the resident ones) x the steps each walks (the two windows,
+    # or the whole pass if shorter) x 8 events a step, whatever the grid
+    from quco.perfmodel.window import STEP_RUNS
+    m, work, cfg, occ = _ideal(name, 1 << 20, 64)
+    steps = max(work.tiles(i, 64) for i in range(len(work.queues)))
+    walked = sum(STEP_RUNS) if steps > 2 * STEP_RUNS[1] else steps
+    bound = 8 * (sim.ROUNDS + 2) * occ * walked
+    big = sim.simulate(m, work, cfg, "ideal", max_occupancy=occ)
+    assert big.extrapolated and big.events <= bound, (big.events, bound)
+    # (before the ideal run took the step window, Elementwise's walked the 1,024 steps of its pass)
+
+
+@pytest.mark.parametrize("name,tile", [("Elementwise", 64), ("Elementwise", 1024), ("Dot-Product", 64)])
+def test_the_extrapolated_ideal_run_matches_the_full_one(name, tile):
+    m, work, cfg, occ = _ideal(name, 4096, tile)
+    for cap in (1, occ):
+        fast = sim.simulate(m, work, cfg, "ideal", max_occupancy=cap)
+        full = sim.simulate(m, work, cfg, "ideal", exact=True, max_occupancy=cap)
+        assert fast.cycles == pytest.approx(full.cycles, rel=1e-3), (cap, fast.events, full.events)
+
+
+def test_the_ideal_run_of_several_resident_work_groups_on_many_passes_is_not_extrapolated():
+    # each resident work-group's producer queues every tile of every pass in the CU's ATT unit
+    # and pipes at once, so the time is not linear in the passes (sim.simulate): such a run is
+    # simulated whole, and agrees with the exact run to the rounding of the rounds extrapolation
+    g = tables.unpack(tables.load("r9-nano"))
+    m = machine(g, unlimited_lds=True)
+    work = Work.of(load_kernel(KERNELS / "matrix-matrix.json"))
+    cfg = Config(512, tuple(work.tiles(i, 512) * q.passes for i, q in enumerate(work.queues)))
+    one, two = (sim.simulate(m, work, cfg, "ideal", max_occupancy=c) for c in (1, 2))
+    assert two.occupancy == 2 and not two.extrapolated
+    assert two.cycles == pytest.approx(sim.simulate(m, work, cfg, "ideal", exact=True, max_occupancy=2).cycles, rel=1e-5)
+    assert one.extrapolated and one.cycles == pytest.approx(
+        sim.simulate(m, work, cfg, "ideal", exact=True, max_occupancy=1).cycles, rel=1e-5)
