@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from quco.gst import tables
-from quco.host.kernel import load_kernel
+from quco.kernel.format import load_kernel
 from quco.perfmodel import hardware, search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work

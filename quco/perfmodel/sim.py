@@ -38,7 +38,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import events
+import simpy
+
 from .memory import Pipes, hit_fractions
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
@@ -50,9 +51,16 @@ WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simu
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
 
-class Environment(events.Environment):
-    """The event kernel (quco.perfmodel.events: SimPy's semantics, less overhead); it counts
-    the events it schedules (a speed figure)."""
+class Environment(simpy.Environment):
+    """SimPy's environment, counting the events it schedules (a speed figure)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scheduled = 0
+
+    def schedule(self, event, priority=1, delay=0):
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
 
 
 @dataclass
@@ -128,7 +136,7 @@ class _Queues:
         self.released = [[] for _ in range(n)]
         self.consumer_wait = [None] * n
         self.producer_wait = [None] * n
-        self.drained = events.Store(env)
+        self.drained = simpy.Store(env)
 
     @staticmethod
     def wake(waits: list, gi: int, delay: float = 0.0) -> None:
