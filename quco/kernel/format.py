@@ -56,7 +56,8 @@ class Kernel:
     work_groups: int = 0   # grid size for the performance model; 0 = one per active CU
     output_bytes: int = 0  # bytes one work-group writes to global memory
     flops_per_work_group: int = 0  # for the performance model; 0 = CI x the bytes the queues carry
-    # How the data moves, for the performance model only (the launch record never carries it):
+    # How the data moves, for the performance model (the launch record carries only the passes,
+    # which the paper's rules ignore and quco+ reads):
     # per queue (passes, fresh_passes, shared_by), 0 = the default; empty = all defaults.
     movement: list[tuple[int, int, int]] = field(default_factory=list)
     phases: int = 1    # the work-group's passes fall into this many phases, each ended by a drain
