@@ -18,14 +18,13 @@ of each that fit a CU at once (the model's occupancy: LDS, barriers, waves; the 
 min(that, the grid's work-groups per CU)), the work-groups per CU of the grid, and the
 model's time at QuCo's tile for 1..8 slots (over Fine-Tuned): where the time goes.
 
---what-if-passes: NOT the firmware. The launch record carries a queue's length per pass (K), not
-how many times the kernel streams it (the kernel files' `passes`, which only the model reads), so
-the transfers cap (ceil(length / tile) slots) holds a ring of a queue that is streamed again for
-every column of the other operand to one pass, and the length bound (two transfers) does not
-see that the next pass's transfer loads while this one is used. This planner is the reference
-model with the cap counting transfers x passes, the length bound counting length x passes, and,
-for quco+, a ring Little's count cannot fit falling back to the
-deepest that fits instead of the CI fallback's 8 / 4: what a record with a passes field would give.
+--what-if-passes: NOT the firmware. The launch record carries each queue's `passes` (how many
+times the work-group streams its length; kernel.record() fills it from the kernel files' passes),
+and quco+ reads it: its transfers cap counts transfers x passes and its length bound length x
+passes (docs/algorithm.md). The paper's rule set ignores it (the paper's API has no such input).
+This planner is the reference model with both rule sets told the passes, and quco+'s ring that
+Little's count cannot fit falling back to the deepest that fits instead of the CI fallback's 8 / 4:
+what the paper's set would give with the input, and what the fallback would add to quco+.
 """
 from __future__ import annotations
 
@@ -137,8 +136,8 @@ def main(argv=None) -> int:
     print("Fine-Tuned / QuCo over the whole model (target >= 0.95), today's performance model")
     for what_if in (False, True) if args.what_if_passes else (False,):
         if what_if:
-            print("\nWhat if the record carried passes (not the firmware: the transfers cap x passes; quco+ falls "
-                  "back to the deepest ring that fits)")
+            print("\nWhat if both rule sets read the passes (not the firmware: the transfers cap x passes, the length "
+                  "bound x passes; quco+ falls back to the deepest ring that fits)")
         for name in WORKLOADS:
             for gpu in GPUS:
                 res = whole_model(gpu, name, what_if)

@@ -77,7 +77,8 @@ SCHEMA_ORIGIN = {
     ("$defs", "queue", "properties", "length"): _field_bounds(Q, "length"),
     ("$defs", "queue", "properties", "elem_size"): {"enum": list(abi.ELEM_SIZES)},
     ("$defs", "queue", "properties", "count"): {"minimum": 1, "maximum": abi.MAX_QUEUES},
-    # the performance model's, not the unit's: the launch record never carries them
+    # the performance model's, not the unit's: the launch record carries only passes, clamped to
+    # its u16 field (kernel/format.py), so the schema's bound is the model's
     ("properties", "grid", "properties", "work_groups"): {"minimum": 1, "maximum": 0xFFFFFFFF},
     ("properties", "grid", "properties", "flops_per_work_group"): {"minimum": 0, "maximum": 10 ** 15},
     ("properties", "grid", "properties", "output_bytes"): {"minimum": 0, "maximum": 0xFFFFFFFF},

@@ -2,6 +2,7 @@
 modelled cycles (instruction counts through the default timing profile, no wall clock)
 and the measured stack high-water mark. bench/bench.py prints the full tables; these
 tests stop a change that silently breaks a target."""
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,10 @@ from quco.gst import abi, tables
 from quco.host.device import Device
 from quco.kernel.format import load_kernel
 
-ROM_BUDGET = 4608             # bytes of code and constants (the unit has 8 KiB; 4,096 until issue #23 added the
+ROM_BUDGET = 4800             # bytes of code and constants (the unit has 8 KiB; 4,096 until issue #23 added the
                               # length and barrier-aware LDS bounds, Little per kernel and the slot cap: 4,316;
                               # issue #30's quco+ rule set (integer slots, no CU step): 4,428; its follow-up: 4,376;
-                              # quco+'s neighbour rule: 4,552)
+                              # quco+'s neighbour rule: 4,552; quco+ reading the queues' passes: 4,776)
 MM_COLD_BUDGET = 1500         # cycles, 9-queue Matrix-Matrix on the R9 Nano, cv32e40p profile
 MM_CACHED_BUDGET = 250        # cycles, the identical relaunch
 # The CV32E40P RTL (Verilator, openhwgroup/cv32e40p with its FPU, zero-wait-state memories) on
@@ -47,7 +48,8 @@ def test_the_default_profile_gives_the_rtls_cycles():
     """Exact, not within a tolerance: on the firmware the RTL ran, every instruction class
     matches the RTL's, so any change of these counts is a change of the cycle model. Today's
     firmware is held to MM_COLD_BUDGET above, not to this run."""
-    mm = load_kernel(MM_KERNEL)
+    # that firmware refuses the queues' passes (its `reserved` field): the record as it was then
+    mm = dataclasses.replace(load_kernel(MM_KERNEL), movement=[])
     dev = Device("r9-nano", RTL_ELF, profile="cv32e40p")  # quco-emu's default profile
     cold, cached = dev.launch(mm), dev.launch(mm)
     assert (dev.boot_cost.cycles, cold.cost.cycles, cached.cost.cycles) == RTL_CYCLES

@@ -23,6 +23,29 @@ def test_acta_flow_equals_the_kernel_file(elf_path):
     assert (res.tile, [q.slots for q in res.queues]) == (512, [4] * 9)
 
 
+def test_acta_flow_carries_the_passes_quco_plus_reads(elf_path):
+    """register_queue's passes (not the paper's API) reach the record's `passes` field as a
+    kernel.json's do: under quco+ the flow and the file give the same configuration, the
+    stationary B (2,048 elements at 512: 4 transfers a pass, 128 passes) gets 8 slots where it
+    gets 4 streamed once; a value outside kernel.json's range is refused naming the field."""
+    kernel = load_kernel(MM)
+    dev = Device("r9-nano", elf_path)
+    got = {}
+    for label, passes in (("once", [1] * 9), ("file", [m[0] for m in kernel.movement])):
+        dev.init(compute_intensity=kernel.ci_class, flags=abi.FLAG_QUCO_PLUS)
+        for (length, qtype, elem), p in zip(kernel.queues, passes):
+            dev.register_queue("stationary" if qtype else "streaming", length=length, elem_size=elem, passes=p)
+        got[label] = dev.size_queue()
+    plus = dev.launch(Kernel(**{**vars(kernel), "flags": abi.FLAG_QUCO_PLUS}))
+    assert got["file"].lds[8:] == plus.lds[8:]
+    assert [q.slots for q in got["file"].queues] == [4] * 8 + [8]
+    assert [q.slots for q in got["once"].queues] == [4] * 9
+    dev.init(compute_intensity=1.0)
+    for bad, words in ((0, "0 is out of range"), ((1 << 20) + 1, "1048577 is out of range")):
+        with pytest.raises(ValueError, match=rf"^queues\[0\]\.passes: {words}; expected integer 1 to 1048576$"):
+            dev.register_queue("streaming", 16, 2, passes=bad)
+
+
 def test_quco_init_takes_a_class_and_a_work_group_size(elf_path):
     """QuCo Fig. 4a: InitQuCo(HIGH, 512, 64) -- a class, 512 work-items (7 consumer
     wavefronts besides the producer) and the CUs."""

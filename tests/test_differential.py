@@ -233,24 +233,33 @@ def test_same_inputs_same_bytes_and_counts(elf_path):
     assert runs[0].cost.as_dict() == runs[1].cost.as_dict() and runs[0].cost.cycles > 0
 
 
-@pytest.mark.parametrize("queue,reserved,elem,status", [
-    (0, 1, 2, Status.QUEUE_RESERVED),       # the lowest bit
-    (8, 0x8000, 2, Status.QUEUE_RESERVED),  # the highest, in the last queue
-    (3, 0x0100, 2, Status.QUEUE_RESERVED),  # the middle of a run of identical queues
-    (3, 0x0100, 3, Status.ELEM_SIZE),       # a bad element size is reported first
-    (3, 0, 2, Status.OK),                   # the control
+@pytest.mark.parametrize("flags", [0, abi.FLAG_QUCO_PLUS])
+@pytest.mark.parametrize("queue,passes,elem,status", [
+    (0, 1, 2, Status.OK),         # once, as 0 says
+    (8, 0x8000, 2, Status.OK),    # the highest bit, in the last queue (stationary)
+    (3, 0x0100, 2, Status.OK),    # the middle of a run of identical queues: the run splits
+    (0, 0xFFFF, 2, Status.OK),    # the most the field holds
+    (3, 0x0100, 3, Status.ELEM_SIZE),  # a bad element size is still reported
 ])
-def test_a_nonzero_reserved_queue_field_is_refused_by_firmware_and_model(devices, queue, reserved, elem, status):
-    """The ABI says a queue's reserved field is zero (issue #13 item 14): both refuse it,
-    with the queue's index as the detail, and agree bit for bit (fuzz.compare)."""
-    raw = bytearray(load_kernel(EXAMPLES[EXAMPLE_NAMES.index("matrix-matrix")]).record())
+def test_a_queues_passes_are_read_alike_by_firmware_and_model(devices, flags, queue, passes, elem, status):
+    """The queue's passes field (once `reserved`, refused when nonzero) takes every u16: firmware
+    and model answer alike, bit for bit (fuzz.compare), and the paper's rules pick as they do
+    when every queue says 0."""
+    base = load_kernel(EXAMPLES[EXAMPLE_NAMES.index("matrix-matrix")]).record()
+    raw = bytearray(base)
+    for i in range(9):  # the example's own passes (128) cleared: every queue streamed once
+        at = abi.LAUNCH_HEADER.size + i * abi.QUEUE.size + abi.QUEUE.offset("passes")
+        raw[at:at + 2] = bytes(2)
+    raw[abi.LAUNCH_HEADER.offset("flags")] = flags
+    once = bytes(raw)
     at = abi.LAUNCH_HEADER.size + queue * abi.QUEUE.size
-    raw[at + abi.QUEUE.offset("reserved"):at + abi.QUEUE.offset("reserved") + 2] = reserved.to_bytes(2, "little")
+    raw[at + abi.QUEUE.offset("passes"):at + abi.QUEUE.offset("passes") + 2] = passes.to_bytes(2, "little")
     raw[at + abi.QUEUE.offset("elem_size")] = elem
     fw = fuzz.compare(devices("r9-nano"), bytes(raw))
     assert (fw.status, fw.detail) == (status, queue if status != Status.OK else 0)
-    if status == Status.QUEUE_RESERVED:
-        assert fw.message == f"queue {queue}: reserved field is not zero"
+    if status == Status.OK and not flags:
+        ref = reference.configure(devices("r9-nano").gst, once)
+        assert (fw.tile, [q.slots for q in fw.queues]) == (ref.tile, ref.slots)
 
 
 # ---------------------------------------------------------------- planted-bug classes (issue #24)

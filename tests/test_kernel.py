@@ -107,7 +107,10 @@ def test_example_record_round_trips(stem, gpu):
                      ci_class=abi.CI_CLASSES[CLASS[stem]], reserved=0,
                      core_clock_mhz=0, active_cus=0, lds_bytes=0, num_queues=len(want_queues))
     assert [(q["length"], q["type"], q["elem_size"]) for q in qs[:len(want_queues)]] == want_queues
-    assert all(q["reserved"] == 0 for q in qs)
+    # a queue's passes, as the file states them (0: streamed once); the unused slots are zero
+    doc = json.loads((GPU_DIRS[gpu] / f"{stem}.json").read_text())
+    passes = [q.get("passes", 1) for q in doc["queues"] for _ in range(q.get("count", 1))]
+    assert [q["passes"] for q in qs[:len(want_queues)]] == [p if p > 1 else 0 for p in passes]
     assert rec[abi.LAUNCH_HEADER.size + abi.QUEUE.size * len(want_queues):] == bytes(
         abi.QUEUE.size * (abi.MAX_QUEUES - len(want_queues)))
 
@@ -314,7 +317,10 @@ def test_valid_docs_parse_and_pack(doc):
                      lds_bytes=part.get("lds_bytes", 0), num_queues=len(expanded))
     assert [(q["length"], q["type"], q["elem_size"]) for q in qs[:len(expanded)]] == [
         (q["length"], {"streaming": 0, "stationary": 1}[q["type"]], q["elem_size"]) for q in expanded]
-    assert all(q == dict(length=0, type=0, elem_size=0, reserved=0) for q in qs[len(expanded):])
+    # passes > 1 as given, clamped to the field's 65,535; one pass (or none given) packs as 0
+    assert [q["passes"] for q in qs[:len(expanded)]] == [
+        min(q.get("passes", 1), 0xFFFF) if q.get("passes", 1) > 1 else 0 for q in expanded]
+    assert all(q == dict(length=0, type=0, elem_size=0, passes=0) for q in qs[len(expanded):])
     assert (k.name, k.gpu, k.description) == (doc["name"], doc.get("gpu"), doc.get("description", ""))
 
 

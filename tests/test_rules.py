@@ -13,7 +13,8 @@ R9_NANO = "r9-nano"
 
 def record(queues, ci_class=abi.CI_CLASS_MEDIUM, wfs=7, **hdr):
     header = dict(magic=abi.LAUNCH_MAGIC, compute_intensity=0.0, ci_class=ci_class, consumer_wavefronts=wfs, **hdr)
-    return pack_record(header, [dict(length=n, type=t, elem_size=e) for n, t, e in queues])
+    # a queue is (length, type, elem_size) or (length, type, elem_size, passes)
+    return pack_record(header, [dict(zip(("length", "type", "elem_size", "passes"), q)) for q in queues])
 
 
 def pick(devices, gst, rec):
@@ -140,6 +141,52 @@ def test_quco_plus_caps_at_the_transfers_not_a_power_of_two(devices):
     queues = [(5000, 0, 2)]
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW)) == (2048, [2])
     assert pick(devices, R9_NANO, record(queues, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [3])
+
+
+@pytest.mark.parametrize("passes,slots", [(0, 3), (1, 3), (2, 5), (500, 5)])
+def test_quco_plus_caps_at_the_transfers_of_every_pass(devices, passes, slots):
+    """quco+ reads a queue's passes (the record's `passes`; 0 or 1 = once): a queue the work-group
+    streams again fills its ring with the next pass's tiles, so the cap is transfers x passes. The
+    5,000-element queue above in tiles of 2048 makes 3 transfers a pass: once, 3 slots (of Little's
+    5); twice, 6 >= 5, so Little's 5 (neighbours: 5 x 4 KiB = 20 KiB leaves 3 work-groups in the
+    65,408 B, 6 x 4 KiB = 24 KiB only 2: no deeper). The length bound (10,000 elements across two
+    passes) keeps 2048. The paper's rules ignore passes: 2 at every count. Planted as "transfers"
+    (passes ignored): 3 for 2 and 500; as "transfers + passes": 5 for passes 2 as well, which the
+    384-element case below separates."""
+    q = [(5000, 0, 2, passes)]
+    assert pick(devices, R9_NANO, record(q, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (2048, [slots])
+    assert pick(devices, R9_NANO, record(q, ci_class=abi.CI_CLASS_LOW)) == (2048, [2])
+
+
+@pytest.mark.parametrize("passes,tile,slots", [(0, 256, 2), (2, 512, 2), (3, 1024, 3), (4, 1024, 4)])
+def test_quco_plus_length_bound_counts_the_passes(devices, passes, tile, slots):
+    """The length bound under quco+: two transfers across the passes, ceil(length x passes / tile)
+    >= 2. A 384-element fp16 queue on the R9 Nano, low CI (2048 from the scan's 1024): once, the
+    tile halves while it is >= 384: 256, 2 transfers, 2 slots (Little's 930 / 0.571 / 16 = 101 ->
+    8, capped). Twice (768): 512, one transfer a pass, so 1 x 2 = 2 slots of Little's 36.8 -> 8.
+    Three times (1,152): 1024 (Little 1170 / 7.43 / 16 = 9.8 -> 8), cap 1 x 3 = 3; four times
+    (1,536): 1024, cap 4. Planted as "transfers + passes": 3, 4, 5 slots; as the length alone:
+    256 throughout. The paper's rules: 256 / 2 at every count."""
+    q = [(384, 0, 2, passes)]
+    assert pick(devices, R9_NANO, record(q, ci_class=abi.CI_CLASS_LOW, flags=abi.FLAG_QUCO_PLUS)) == (tile, [slots])
+    assert pick(devices, R9_NANO, record(q, ci_class=abi.CI_CLASS_LOW)) == (256, [2])
+
+
+def test_the_papers_rules_ignore_passes_on_every_example(devices):
+    """Every bundled example on its GPU, with every queue's passes 1 and 500: the paper's picks are
+    those of the record that says 0 (the API the paper gives has no such input)."""
+    from conftest import ALL_EXAMPLE_KERNELS
+    from quco.kernel.format import load_kernel
+    for path in ALL_EXAMPLE_KERNELS:
+        k = load_kernel(path)
+        raw = bytearray(k.record())
+        picks = []
+        for passes in (0, 1, 500):
+            for i in range(len(k.queues)):
+                at = abi.LAUNCH_HEADER.size + i * abi.QUEUE.size + abi.QUEUE.offset("passes")
+                raw[at:at + 2] = passes.to_bytes(2, "little")
+            picks.append(pick(devices, k.gpu or R9_NANO, bytes(raw)))
+        assert picks[0] == picks[1] == picks[2], path
 
 
 def test_quco_plus_deepens_the_ring_while_the_neighbours_stay(devices):

@@ -238,8 +238,11 @@ QUEUE = Struct("queue", (
     Field("type", "u8", "QUEUE_STREAMING or QUEUE_STATIONARY", 0, 1, status="QUEUE_TYPE", detail="index"),
     Field("elem_size", "u8", "bytes per element: 1, 2, 4 or 8", 1, 8, one_of=ELEM_SIZES, status="ELEM_SIZE",
           detail="index"),
-    Field("reserved", "u16", "zero; anything else is refused (QUEUE_RESERVED)", 0, 0, status="QUEUE_RESERVED",
-          detail="index"),
+    # Was `reserved` (refused when nonzero, QUEUE_RESERVED), so a record that says 0 means what it
+    # always meant. Every u16 is a valid count: the field has no rule to break (its status is never
+    # answered). Only quco+ reads it (docs/algorithm.md, "passes"); the paper's rules ignore it.
+    Field("passes", "u16", "times one work-group streams the queue's length (once per column of the other "
+          "operand); 0 or 1 = once; read by quco+ only", 0, 0xFFFF, status="QUEUE_LENGTH", detail="index"),
 ), 8, "one queue of the launch record")
 LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
 
@@ -248,7 +251,7 @@ LAUNCH_SIZE = LAUNCH_HEADER.size + MAX_QUEUES * QUEUE.size
 LAUNCH_CHECKED = tuple(LAUNCH_HEADER.field(n) for n in (
     "magic", "flags", "compute_intensity", "ci_class", "consumer_wavefronts", "core_clock_mhz", "active_cus",
     "lds_bytes", "num_queues"))
-QUEUE_CHECKED = tuple(QUEUE.field(n) for n in ("type", "length", "elem_size", "reserved"))
+QUEUE_CHECKED = tuple(QUEUE.field(n) for n in ("type", "length", "elem_size", "passes"))
 
 MAILBOX_LAYOUT = Struct("mailbox", (
     Field("doorbell", "u32", "host writes 1 to request a launch; firmware clears it"),
@@ -325,7 +328,7 @@ class Status(IntEnum):
     LDS_NO_FIT = 11      # even one slot of the smallest tile per queue does not fit
     BARRIER_LIMIT = 12   # one slot per queue already needs more barriers than the GPU has
     BAD_FLAGS = 13       # unknown flag bits set; detail = the flags
-    QUEUE_RESERVED = 14  # a queue's reserved field is not zero; detail = queue index
+    QUEUE_RESERVED = 14  # retired: a queue's reserved field was not zero (the field is now `passes`)
 
 
 BOOT_STATUSES = (Status.OK, Status.GST_MAGIC, Status.GST_VERSION, Status.GST_CHECKSUM, Status.GST_FIELD)

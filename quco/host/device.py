@@ -254,22 +254,30 @@ class Device:
         # the Kernel size_queue builds (kernel/format.py packs the record, as for a kernel.json)
         self._pending = dict(name="Device.init", compute_intensity=ci, ci_class=cls, flags=flags,
                              consumer_wavefronts=consumer_wavefronts, core_clock_mhz=core_clock_mhz,
-                             active_cus=active_cus, lds_bytes=lds_bytes, queues=[])
+                             active_cus=active_cus, lds_bytes=lds_bytes, queues=[], movement=[])
 
-    def register_queue(self, type: str, length: int, elem_size: int) -> int:
+    def register_queue(self, type: str, length: int, elem_size: int, passes: int = 1) -> int:
+        """QuCo's registerQueue(type, length, element size); `passes` (not the paper's: how many
+        times a work-group streams the length, kernel.json's queues[].passes) reaches the launch
+        record's `passes` field, which only quco+ reads."""
         if self._pending is None:
             raise RuntimeError("call init() before register_queue()")
         kinds = {"streaming": abi.QUEUE_STREAMING, "stationary": abi.QUEUE_STATIONARY}
         if len(self._pending["queues"]) >= abi.MAX_QUEUES:
             raise ValueError(f"at most {abi.MAX_QUEUES} queues per launch")
-        check_values({("queues", len(self._pending["queues"])): dict(type=type, length=length, elem_size=elem_size)})
+        check_values({("queues", len(self._pending["queues"])): dict(type=type, length=length, elem_size=elem_size,
+                                                                      passes=passes)})
         self._pending["queues"].append((length, kinds[type], elem_size))
+        self._pending["movement"].append((passes, 0, 0))
         return len(self._pending["queues"]) - 1
 
     def size_queue(self, check: bool = True) -> LaunchResult:
         if self._pending is None:
             raise RuntimeError("call init() and register_queue() before size_queue()")
-        return self.launch(Kernel(**{**self._pending, "queues": list(self._pending["queues"])}), check=check)
+        movement = self._pending["movement"]
+        return self.launch(Kernel(**{**self._pending, "queues": list(self._pending["queues"]),
+                                     "movement": list(movement) if any(m[0] != 1 for m in movement) else []}),
+                           check=check)
 
 
 def pack_record(header: dict, queues: list[dict]) -> bytes:

@@ -44,7 +44,8 @@ def _inputs(p: reference.Planner) -> Table:
     t.add_row("overlap min(Wfs - 1, WfPools)", _f(p.overlap), "")
     t.add_row("cost constant", _f(p.cost_const), f"COST_A {const('COST_A')} / BW + COST_B {const('COST_B')} / CL")
     t.add_row("element size of the tile", f"{p.e_tile} B", "largest streaming element")
-    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: at least MIN_BUFFERS transfers")
+    t.add_row("shortest queue", f"{p.min_len:,} elements", "the length bound: at least MIN_BUFFERS transfers"
+              + (" (quco+: length x passes)" if p.plus else ""))
     t.add_row("bytes per element of a kernel step", f"{p.step_bytes} B", "one element of every streaming queue")
     t.add_row("CI class", CLASS_NAMES[p.ci_class], "given by the host" if p.ci_given else
               f"CI {_f(p.ci)} against CI_LOW {const('CI_LOW')} and CI_HIGH {const('CI_HIGH')}")
@@ -83,7 +84,8 @@ def _tile_steps(p: reference.Planner, steps: list[dict]) -> Table:
     t.add_row("CI step", str(ci["tile"]), why)
     short = (const("MIN_BUFFERS") - 1) * length["tile"] >= length["length"]
     t.add_row("length bound", str(length["tile"]),
-              f"the shortest queue ({length['length']:,} elements) must take {const('MIN_BUFFERS')} transfers"
+              f"the shortest queue ({length['length']:,} elements{', x its passes' if p.plus else ''}) must take "
+              f"{const('MIN_BUFFERS')} transfers"
               + (" (halved)" if length["tile"] < length["tile_in"] else "")
               + ("; stopped at the GST's minimum tile" if short else ""))
     t.add_row("LDS bound", str(bound["tile"]),
@@ -104,7 +106,8 @@ def _slots(p: reference.Planner, steps: list[dict]) -> Table:
     little = next((s for s in steps if s["step"] == "little"), None)
     for q, slots in (little["slots"].items() if little else ()):
         ratio = "off: max_slots" if p.flags & abi.FLAG_NO_LITTLE else _f(little["ratio"])
-        capped = "" if slots == little["stepped"] else f" (transfers of the queue: {slots})"
+        capped = "" if slots == little["stepped"] else (f" (transfers of the queue x its {p.q[q].passes} passes: {slots})"
+                                                        if p.plus else f" (transfers of the queue: {slots})")
         t.add_row(str(q), "streaming", _f(little["mem"]), _f(little["proc"]), ratio, str(little["rounded"]),
                   str(little["stepped"]), (str(slots) + capped) if final is None else str(p.cap(little["tile"], q, final)))
     for s in (s for s in steps if s["step"] == "stationary"):

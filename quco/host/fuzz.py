@@ -242,6 +242,8 @@ def _length(rng: random.Random) -> int:
 
 def _queue(rng: random.Random, type_: int) -> dict:
     q = dict(length=_length(rng), type=type_, elem_size=rng.choice(abi.ELEM_SIZES))
+    if rng.random() < 0.6:  # passes where quco+'s cap (transfers x passes <= 16 slots) bites; else declared
+        q["passes"] = rng.choice([0, 0, 1, 2, 3, rng.randint(2, 17)])
     return fill_declared(abi.QUEUE, abi.QUEUE_CHECKED, q, rng)
 
 

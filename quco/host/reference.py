@@ -28,6 +28,7 @@ class Queue:
     length: int
     type: int
     elem_size: int
+    passes: int = 1  # times a work-group streams the length (the record's 0 means 1); quco+ only
 
 
 @dataclass
@@ -70,7 +71,7 @@ def parse_launch(record: bytes, g: dict) -> Launch:
         bad = abi.queue_violation(q, i)
         if bad is not None:
             raise ConfigError(bad.status, bad.detail)
-        queues.append(Queue(q["length"], q["type"], q["elem_size"]))
+        queues.append(Queue(q["length"], q["type"], q["elem_size"], q["passes"] or 1))
     return Launch(h, queues)
 
 
@@ -127,6 +128,8 @@ class Planner:
         # quco+ (not the paper's; docs/algorithm.md): slots rounded up to an integer, no CU step, the
         # ring deepened while the CU keeps its resident work-groups (neighbours)
         self.plus = bool(self.flags & abi.FLAG_QUCO_PLUS)
+        if self.plus:  # quco+: a queue streamed again has its two transfers across its passes
+            self.min_len = min(q.length * q.passes for q in self.q)
         self.max_pow2 = floor_pow2(g["max_slots"])
 
     def note(self, step: str, **values) -> None:
@@ -233,9 +236,12 @@ class Planner:
 
     def cap(self, t: int, i: int, n: int) -> int:
         """A queue streamed in ceil(length / t) transfers never fills more slots than that (the
-        largest power of two within, quco+: that count)."""
-        n = min(n, (self.q[i].length - 1) // t + 1)
-        return n if self.plus else floor_pow2(n)
+        largest power of two within; quco+: that count times the queue's passes, since the ring
+        keeps filling with the next pass's tiles)."""
+        transfers = (self.q[i].length - 1) // t + 1
+        if self.plus:
+            return min(n, transfers * self.q[i].passes)
+        return floor_pow2(min(n, transfers))
 
     def little(self, t: int):
         """Little's law per kernel: tiles in flight = the memTime of one step of the kernel

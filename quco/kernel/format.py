@@ -56,7 +56,8 @@ class Kernel:
     work_groups: int = 0   # grid size for the performance model; 0 = one per active CU
     output_bytes: int = 0  # bytes one work-group writes to global memory
     flops_per_work_group: int = 0  # for the performance model; 0 = CI x the bytes the queues carry
-    # How the data moves, for the performance model only (the launch record never carries it):
+    # How the data moves, for the performance model (the launch record carries only the passes,
+    # which the paper's rules ignore and quco+ reads):
     # per queue (passes, fresh_passes, shared_by), 0 = the default; empty = all defaults.
     movement: list[tuple[int, int, int]] = field(default_factory=list)
     phases: int = 1    # the work-group's passes fall into this many phases, each ended by a drain
@@ -120,9 +121,16 @@ class Kernel:
                     active_cus=self.active_cus, lds_bytes=self.lds_bytes, num_queues=len(self.queues))
 
     def record(self) -> bytes:
-        """The packed launch record: header, the queues, zeros for the unused queue slots."""
+        """The packed launch record: header, the queues, zeros for the unused queue slots. A
+        queue's passes (the data movement's) go in its `passes` field: 0 for one pass, so a
+        single-pass kernel's record is the bytes it always was; clamped to what the field holds
+        (quco+ reads passes against at most 16 slots and a tile of at most 65,536 elements, so a
+        larger count picks the same but for a one-element queue)."""
         body = abi.LAUNCH_HEADER.pack(self.header())
-        body += b"".join(abi.QUEUE.pack(dict(length=n, type=t, elem_size=e)) for n, t, e in self.queues)
+        top = int(abi.QUEUE.field("passes").hi)
+        passes = [min(m[0], top) if m[0] > 1 else 0 for m in self.movement] or [0] * len(self.queues)
+        body += b"".join(abi.QUEUE.pack(dict(length=n, type=t, elem_size=e, passes=p))
+                         for (n, t, e), p in zip(self.queues, passes))
         return body + bytes(abi.LAUNCH_SIZE - len(body))
 
 

@@ -45,6 +45,11 @@ static uint32_t min_tile_log2, max_tile_log2;
 static uint32_t max_pow2_slots;              /* the largest power of two within max_slots */
 static uint32_t plus_rules;                  /* this launch uses quco+ (FLAG_QUCO_PLUS): integer
                                                 slots, no CU step (not the paper's rules) */
+/* quco+ only, set per launch: each group's passes (0 read as 1) and the length bound's length,
+ * min over groups of length x passes (saturated); the paper's rules never read them */
+static const group_t *plus_group0;
+static uint16_t plus_passes[QUCO_MAX_QUEUES];
+static uint32_t plus_min_len;
 
 /* At the GST's nominal clock the merit scan depends only on Wfs (1..64) and the tile's
  * element size, so boot tabulates it; launches at another (DVFS) clock scan live. */
@@ -187,11 +192,12 @@ static uint32_t choose_tile(planner_t *p)
             k--;
     }
     const groups_t *gr = p->groups;
+    uint32_t min_len = plus_rules ? plus_min_len : gr->min_len; /* quco+: across the passes */
     for (;;) {
         uint32_t n = p->little_n = little_slots(p, k);
         if (k == min_tile_log2)
             break;
-        if (((QUCO_MIN_BUFFERS - 1u) << k) < gr->min_len) { /* ceil(len / tile) >= MIN_BUFFERS */
+        if (((QUCO_MIN_BUFFERS - 1u) << k) < min_len) { /* ceil(len / tile) >= MIN_BUFFERS */
             /* no more slots than the barrier limit gives: a smaller tile would not buy them */
             while (n > 1u && QUCO_BARRIERS_PER_SLOT * (n * gr->n_streaming + gr->n_stationary) > GST->barrier_limit)
                 n >>= 1;
@@ -235,12 +241,18 @@ __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n
 }
 
 /* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (the
- * largest power of two within; quco+: that count). length >= 1, so no overflow. */
-static uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
+ * largest power of two within; quco+: that count x the group's passes, the ring filling on
+ * with the next pass's tiles). length >= 1, so no overflow; quco+ multiplies only when
+ * transfers < n <= max_slots (16), so the product fits. */
+__attribute__((always_inline)) static inline uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
 {
     uint32_t transfers = ((g->length - 1u) >> tile_log2) + 1u;
-    if (n > transfers)
-        n = transfers;
+    if (n > transfers) {
+        if (plus_rules)
+            transfers *= plus_passes[g - plus_group0];
+        if (n > transfers)
+            n = transfers;
+    }
     return plus_rules ? n : floor_pow2(n);
 }
 
@@ -342,6 +354,19 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     p.groups = groups;
     p.flags = h->flags;
     plus_rules = h->flags & QUCO_FLAG_QUCO_PLUS;
+    if (plus_rules) { /* quco+ reads each group's passes (its first queue's): the paper's rules do not */
+        uint32_t min_len = 0xffffffffu;
+        const quco_queue_t *q = l->q;
+        plus_group0 = groups->g;
+        for (uint32_t i = 0; i < groups->n_groups; q += groups->g[i].count, i++) {
+            uint32_t passes = q->passes ? q->passes : 1u;
+            uint64_t len = (uint64_t)groups->g[i].length * passes; /* two transfers across the passes */
+            plus_passes[i] = (uint16_t)passes;
+            if (len < min_len)
+                min_len = (uint32_t)len;
+        }
+        plus_min_len = min_len;
+    }
     uint32_t clock = h->core_clock_mhz ? h->core_clock_mhz : g->core_clock_mhz;
     uint32_t cus = h->active_cus ? h->active_cus : g->num_cus;
     uint32_t lds = h->lds_bytes ? h->lds_bytes : g->lds_bytes;

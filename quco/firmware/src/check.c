@@ -9,7 +9,7 @@
  * from them into quco_abi.h, as the reference model reads them. */
 
 _Static_assert(QUCO_QUEUE_LENGTH_WORD == 0u && QUCO_QUEUE_TYPE_WORD == 1u && QUCO_QUEUE_ELEM_SIZE_WORD == 1u &&
-               QUCO_QUEUE_RESERVED_WORD == 1u, "a queue record is its length, then one word of the rest");
+               QUCO_QUEUE_PASSES_WORD == 1u, "a queue record is its length, then one word of the rest");
 
 /* Copies the record from the mailbox into l while validating it, so every word is read
  * once, and gathers identical consecutive queues into groups on the way. */
@@ -36,7 +36,7 @@ uint32_t launch_check(const volatile uint32_t *src, launch_t *l, groups_t *group
     uint32_t count = 0, stationary = 0; /* the current group's, kept rather than read back */
     group_t *group = groups->g - 1;
     for (uint32_t i = 0; i < n; i++, in += QUCO_QUEUE_WORDS, out += QUCO_QUEUE_WORDS) {
-        uint32_t length = in[0], word1 = in[1]; /* word1: type, element size, reserved */
+        uint32_t length = in[0], word1 = in[1]; /* word1: type, element size, passes */
         out[0] = length;
         out[1] = word1;
         if (n_groups && length == prev_length && word1 == prev_word1) {
