@@ -46,7 +46,9 @@ TESTS = ["tests/test_kernel.py", "tests/test_reference.py", "tests/test_pins_inp
 # shared cores the SIGINT case failed the clean run (issue 28 part 5's load-sensitive test).
 # test_evaluate_writes_parquet (where pyarrow is installed) failed the clean run of the whole TESTS
 # list (its simulation counter saw none: some earlier test's state) though it passes alone, in the
-# staged copy too: order-dependent, not yet looked into; it writes an evaluate table, no mutant here.
+# staged copy too: order-dependent. The likely cause, search.evaluate's lru_cache answering an
+# earlier test's configurations without simulating, is now cleared by the fixture; kept deselected
+# until a clean campaign run confirms it.
 DESELECT = ["tests/test_hostile_24.py::test_signals_end_evaluate_and_its_workers",
             "tests/test_hostile_24.py::test_evaluate_writes_parquet"]
 

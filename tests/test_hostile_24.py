@@ -18,7 +18,7 @@ from conftest import MM_KERNEL, clean_error
 from quco import examples
 from quco.cli import run as cli_run
 from quco.cli.fuzz_files import run_cli as _run_cli
-from quco.perfmodel import sim
+from quco.perfmodel import search, sim
 from quco.util import parallel
 
 # A command that hangs is stopped after HANG_S: a bound for a hang, not for a slow machine (every
@@ -48,6 +48,7 @@ def no_work_ran(monkeypatch):
     "up front" or "at once" leaves both lists empty (events, not seconds)."""
     calls = {"sweep": [], "simulation": []}
     real_run, real_init = parallel.run, sim.Environment.__init__
+    search.evaluate.cache_clear()  # an earlier test's evaluations would answer without simulating
 
     def counted_run(fn, tasks, *a, **kw):
         calls["sweep"].append(len(list(tasks)))
