@@ -210,12 +210,13 @@ def hardware_caption(sources) -> str:
 
 def scorecard(rows: list[dict], out_dir):
     """Verdicts per source of the paper, stacked: the evidence (what counts as reproduced) on the
-    left, the rows that do not count (weak, fitted, derived, model checks) on the right."""
+    left, the rows that do not count (weak, fitted, derived, model checks, quco+'s extension rows: their
+    own source, "quco+ (ours, not the paper's rule set)") on the right."""
     if not rows:
         return None
     groups = list(dict.fromkeys(r["source"] for r in rows))
     panels = (("evidence (counts when it holds)", lambda r: r.get("weight", "evidence") == "evidence"),
-              ("not counted: weak, fitted, derived, model checks", lambda r: r.get("weight", "evidence") != "evidence"))
+              ("not counted: weak, fitted, derived, model checks, quco+", lambda r: r.get("weight", "evidence") != "evidence"))
     with rc_context(STYLE):
         fig = _figure(9.0, 0.32 * len(groups) + 1.6)
         axes = fig.subplots(1, 2, sharey=True)
