@@ -219,3 +219,21 @@ def test_the_h100_twin_reads_quco_plus_pick_off_the_measurements_and_the_papers_
     from quco.paper.report import csv_text
     assert csv_text(alone) == csv_text([by[ids[0]]])
     assert ours.PLUS not in sources[("hardware",)]
+
+
+def test_a_twin_reads_quco_plus_source_and_the_report_says_which_rule_set_is_the_papers():
+    """On hand-made launch sources: the paper's row reads ("launch", gpu), its twin ("launch", gpu,
+    PLUS); report.md opens by saying which rule set each row judges and gives quco+ its section."""
+    from quco.paper.report import markdown
+    k = {"ok": True, "message": "", "streaming": [True, True, True]}
+    src = {("launch", "r9-nano"): {"kernels": {"elementwise-k": {**k, "tile": 2048, "slots": [2, 2, 2],
+                                                                 "label": "2048 / 2"}}},
+           ("launch", "r9-nano", ours.PLUS): {"kernels": {"elementwise-k": {**k, "tile": 2048, "slots": [5, 5, 5],
+                                                                            "label": "2048 / 5"}}}}
+    paper, twin = (scorecard.row(BY_ID[i], src) for i in ("table3-r9-nano-quco-elementwise-k",
+                                                         "plus-table3-r9-nano-quco-elementwise-k"))
+    assert (paper["ours"], paper["verdict"], paper["weight"]) == ("2048 / 2", HOLDS, "fitted")
+    assert (twin["ours"], twin["verdict"], twin["weight"]) == ("2048 / 5", DIFFERS, "extension")
+    text = markdown([paper, twin], [], "quco-emu paper")
+    assert "**Which rule set is the paper's:**" in text and f"## {SECTION}" in text
+    assert "0 of 0 evidence claims reproduced" in text and "`quco`, the paper's" in text
