@@ -419,7 +419,8 @@ def test_gpu_selection_keeps_the_claims_that_run_on_those_gpus_alone():
     assert "fig1-across-kernels-up-to-1.2x" not in {c.id for c in r9}          # needs all three GPUs
     assert "fig12-fc5-hw-tile-256" in {c.id for c in scorecard.select(every, gpus=["mi100"])}
     hw = scorecard.select(every, gpus=[measures.ours.HARDWARE_GPU])     # the real-hardware section alone
-    assert hw and {c.source for c in hw} == {"Real hardware (H100)"}
+    assert hw and {c.source for c in hw} == {"Real hardware (H100)", "quco+ (ours, not the paper's rule set)"}
+    assert all(c.id.startswith("plus-hw-") for c in hw if c.source != "Real hardware (H100)")   # quco+'s twins
     assert len(scorecard.select(every, gpus=list(measures.ours.GPUS))) == len(every) - len(hw)
     assert len(scorecard.select(every, gpus=[*measures.ours.GPUS, measures.ours.HARDWARE_GPU])) == len(every)
 

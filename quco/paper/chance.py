@@ -167,12 +167,14 @@ def _mean_gap(src, claim, gpu):
 
 # ---------------------------------------------------------------- the real hardware: a random configuration run
 @_chance("hardware_value")
-def _hardware_cost(src, claim, column, kernel, size, heldout=False):
+def _hardware_cost(src, claim, column, kernel, size, heldout=False, rules=""):
     """A cost over the measured best (QuCo's pick, the model's best): the share of the measured
-    TMA configurations of that kernel x size whose own measured cost passes. None for a column
-    with no configuration under test (the rank correlation, the error)."""
+    TMA configurations of that kernel x size whose own measured cost passes (the same for either
+    rule set: the configurations measured do not depend on it). None for a column with no
+    configuration under test (the rank correlation, the error)."""
     if not column.endswith("_cost_pct"):
         return None
-    times = src[("hardware", "heldout") if heldout else ("hardware",)]["measured"][f"{kernel}/{size}"]
+    from .hardware import _hw_key
+    times = src[_hw_key(heldout, rules)]["measured"][f"{kernel}/{size}"]
     best = min(times)
     return _share(times, lambda t: _in_range(claim, 100 * (t / best - 1)))

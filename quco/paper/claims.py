@@ -3,6 +3,10 @@
     claims = load()                    # every claim, in the file's order
     claims = load(path, measures=...)  # another file; `measures`: the names a claim may use
 
+The file's [plus] table names paper claims that get a quco+ twin (`plus-<id>`): the same claim,
+judged the same way, its measure told `rules = "plus"` (FLAG_QUCO_PLUS in every launch record:
+quco+, our second rule set, not the paper's), with the table's source and weight.
+
 A claim says where the paper makes it, the paper's value, how ours is judged (`kind`,
 with its bounds and a tolerance) and why the tolerance is what it is, and which measure of
 quco.paper.measures computes ours. docs/paper.md explains every field.
@@ -12,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..util import schema
@@ -23,7 +27,7 @@ KINDS = ("pick", "range", "all", "any", "no_verdict")
 # a claim's evidential weight, declared with its reason (`weight_reason`); "weak" is never declared:
 # scorecard.row gives it to an "evidence" row whose chance (a random configuration of the searched
 # space passing it) is at least WEAK_CHANCE
-WEIGHTS = ("evidence", "fitted", "derived", "model")
+WEIGHTS = ("evidence", "fitted", "derived", "model", "extension")
 WEAK, WEAK_CHANCE = "weak", 0.25
 BETTER = ("higher", "lower", "none")   # which side of a range is QuCo's favour (verdict.way)
 _NUMBER = {"type": "number"}
@@ -34,6 +38,11 @@ SCHEMA = {
     "type": "object", "additionalProperties": False, "required": ["claim"],
     "properties": {
         "reasons": {"type": "object", "additionalProperties": _TEXT},
+        # quco+'s twins (twins()): the paper claims they copy, their section and their weight
+        "plus": {"type": "object", "additionalProperties": False,
+                 "required": ["source", "weight", "weight_reason", "note", "claims"],
+                 "properties": {"source": _TEXT, "weight": {"enum": list(WEIGHTS)}, "weight_reason": _TEXT,
+                                "note": _TEXT, "claims": {"type": "array", "minItems": 1, "items": _TEXT}}},
         "claim": {"type": "array", "minItems": 1, "items": {
             "type": "object", "additionalProperties": False,
             "required": ["id", "source", "statement", "paper", "kind", "reason", "measure", "weight",
@@ -120,6 +129,39 @@ def parse(doc: dict, where: str, measures=None) -> list[Claim]:
                          c.get("lo"), c.get("hi"), float(c.get("tolerance", 0.0)), c.get("unit", ""),
                          c.get("note", ""), c["weight"], weight_reason, c.get("quote", ""),
                          c.get("better")))
+    if problems:
+        raise ClaimsError("\n".join(schema.report(problems)))
+    return out + twins(out, doc.get("plus"), reasons, where)
+
+
+PLUS_PREFIX = "plus-"
+
+
+def twins(claims: list[Claim], plus: dict | None, reasons: dict, where: str) -> list[Claim]:
+    """quco+'s twin of each claim the [plus] table names, in the table's order: id `plus-<id>`, the
+    table's source and weight, the statement marked, the measure's args with rules = "plus"; the
+    paper's value, kind, bounds, tolerance and quote unchanged (it is the paper's claim, put to the
+    other rule set)."""
+    if not plus:
+        return []
+    by_id, problems, out = {c.id: c for c in claims}, [], []
+    at = f"{where}: plus"
+    weight_reason = _resolve(plus["weight_reason"], "weight_reason", reasons, at, problems)
+    for cid in plus["claims"]:
+        c = by_id.get(cid)
+        if c is None:
+            problems.append(f"{at}: claims: {cid!r} is no claim of the file")
+        elif PLUS_PREFIX + cid in by_id:
+            problems.append(f"{at}: claims: {cid!r}: its twin's id {PLUS_PREFIX + cid!r} is a claim of the file")
+        elif "rules" in c.args:
+            problems.append(f"{at}: claims: {cid!r} already names its rules")
+        else:
+            out.append(replace(c, id=PLUS_PREFIX + c.id, source=plus["source"],
+                               statement=f"quco+ (not the paper's rules): {c.statement}",
+                               args={**c.args, "rules": "plus"}, weight=plus["weight"], weight_reason=weight_reason,
+                               note=f"The twin of {c.id}: {plus['note']}" + (f" {c.note}" if c.note else "")))
+    if len({c.id for c in out}) < len(out):
+        problems.append(f"{at}: claims: a claim is named twice")
     if problems:
         raise ClaimsError("\n".join(schema.report(problems)))
     return out

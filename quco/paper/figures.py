@@ -77,7 +77,7 @@ def fig8(sources, out_dir):
     """Whole models and composite kernels: each case's whole-run time over Fine-Tuned's."""
     rows = []
     for k, v in sources.items():
-        if k[0] == "workload" and _ok(v):
+        if k[0] == "workload" and k[-1] != ours.PLUS and _ok(v):   # the paper's rule set's runs, not quco+'s twins
             s = v["summary"]
             for case, key in zip(WORKLOAD_CASES, ("semi_ns", "fine_ns", "quco_ns")):
                 rows.append({"gpu": "whole runs (each workload on its file's GPU)", "kernel": f"{v['title']} ({v['gpu']})",
@@ -155,7 +155,7 @@ def fig12(sources, out_dir) -> list:
 def fig11(sources, out_dir):
     """The unique configurations QuCo gives each workload's layers: per workload, how many layers
     run each configuration (the paper's Fig. 11 draws the distribution, no number)."""
-    ws = [v for k, v in sorted(sources.items()) if k[0] == "workload" and _ok(v)]
+    ws = [v for k, v in sorted(sources.items()) if k[0] == "workload" and k[-1] != ours.PLUS and _ok(v)]
     if not ws:
         return None
     import collections
@@ -210,12 +210,13 @@ def hardware_caption(sources) -> str:
 
 def scorecard(rows: list[dict], out_dir):
     """Verdicts per source of the paper, stacked: the evidence (what counts as reproduced) on the
-    left, the rows that do not count (weak, fitted, derived, model checks) on the right."""
+    left, the rows that do not count (weak, fitted, derived, model checks, quco+'s extension rows: their
+    own source, "quco+ (ours, not the paper's rule set)") on the right."""
     if not rows:
         return None
     groups = list(dict.fromkeys(r["source"] for r in rows))
     panels = (("evidence (counts when it holds)", lambda r: r.get("weight", "evidence") == "evidence"),
-              ("not counted: weak, fitted, derived, model checks", lambda r: r.get("weight", "evidence") != "evidence"))
+              ("not counted: weak, fitted, derived, model checks, quco+", lambda r: r.get("weight", "evidence") != "evidence"))
     with rc_context(STYLE):
         fig = _figure(9.0, 0.32 * len(groups) + 1.6)
         axes = fig.subplots(1, 2, sharey=True)

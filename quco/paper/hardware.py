@@ -8,18 +8,21 @@ Registered in measures.MEASURES on import (measures.py imports this module at it
 """
 from __future__ import annotations
 
-from .measures import Check, SourceFailed, _measure
+from .measures import Check, SourceFailed, _measure, of_rules
 
 HW, HW_HELDOUT = ("hardware",), ("hardware", "heldout")
 
 
-def _hw_key(heldout: bool) -> tuple:
-    return HW_HELDOUT if heldout else HW
+def _hw_key(heldout: bool, rules: str = "") -> tuple:
+    """rules "plus": quco+'s twin of the full fit's rows (QuCo's pick quco+'s; the model's columns the same)."""
+    if heldout and rules:
+        raise ValueError("the held-out rows are the model's: they have no quco+ twin")
+    return HW_HELDOUT if heldout else of_rules(HW, rules)
 
 
-def hardware_row(src, kernel, size, heldout=False) -> dict:
+def hardware_row(src, kernel, size, heldout=False, rules="") -> dict:
     """One kernel x size of the H100 rows (ours._hardware), of the full fit or the held-out one."""
-    data = src[_hw_key(heldout)]
+    data = src[_hw_key(heldout, rules)]
     r = next((r for r in data["rows"] if r["kernel"] == kernel and r["size"] == size), None)
     if r is None:
         raise SourceFailed(f"{data['data']}: no {kernel} ({size}) compared with the model; there are: "
@@ -27,12 +30,12 @@ def hardware_row(src, kernel, size, heldout=False) -> dict:
     return r
 
 
-@_measure(lambda a: [_hw_key(a.get("heldout", False))])
-def hardware_value(src, column, kernel, size, heldout=False):
+@_measure(lambda a: [_hw_key(a.get("heldout", False), a.get("rules", ""))])
+def hardware_value(src, column, kernel, size, heldout=False, rules=""):
     """One column of one kernel x size (quco.perfmodel.hardware.compare()'s keys: quco_cost_pct,
     model_best_cost_pct, spearman, median_error_pct, ...); `heldout`: from the model refitted
-    without the kernel's family."""
-    return hardware_row(src, kernel, size, heldout)[column]
+    without the kernel's family; `rules` "plus": QuCo's pick is quco+'s."""
+    return hardware_row(src, kernel, size, heldout, rules)[column]
 
 
 @_measure(lambda a: [HW])
@@ -44,11 +47,11 @@ def hardware_column(src, column, kernels=None):
     return [r[column] for r in rows]
 
 
-@_measure(lambda a: [HW])
-def hardware_mean(src, column):
+@_measure(lambda a: [of_rules(HW, a.get("rules", ""))])
+def hardware_mean(src, column, rules=""):
     """The arithmetic mean of a column over every kernel x size (the paper's 1.04% is a mean over
     kernels, fig6-quco-gap-mean's reading); a row without a value makes it missing, named."""
-    rows = src[HW]["rows"]
+    rows = src[of_rules(HW, rules)]["rows"]
     lacking = [f"{r['kernel']} ({r['size']})" for r in rows if r.get(column) is None]
     if lacking or not rows:
         raise SourceFailed(f"{column}: no value for " + (", ".join(lacking) or "any kernel"))

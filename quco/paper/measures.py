@@ -86,6 +86,14 @@ def _perf(row):
     return _ratio(row.get("ideal_cycles"), _cycles(row)) if row else None
 
 
+def of_rules(key: tuple, rules: str = "") -> tuple:
+    """The source of a rule set: the paper's (rules "", the firmware's default) or quco+'s twin
+    (rules "plus": ours.PLUS appended, the same computation with FLAG_QUCO_PLUS in the record)."""
+    if rules not in ("", ours.PLUS):
+        raise ValueError(f"rules {rules!r}: expected none (the paper's rule set) or {ours.PLUS!r} (quco+)")
+    return key + (ours.PLUS,) if rules else key
+
+
 def find_layer(layers: list[dict], ref: str) -> dict:
     """"first", or the paper's "<prefix>-<n>": the n-th layer whose type starts with the
     prefix, in model order (FC-5: the fifth linear layer; Conv1d-2: the second convolution)."""
@@ -99,9 +107,9 @@ def find_layer(layers: list[dict], ref: str) -> dict:
 
 
 # ---------------------------------------------------------------- picks
-@_measure(lambda a: [("launch", a["gpu"])])
-def firmware_pick(src, gpu, kernel):
-    k = src[("launch", gpu)]["kernels"][kernel]
+@_measure(lambda a: [of_rules(("launch", a["gpu"]), a.get("rules", ""))])
+def firmware_pick(src, gpu, kernel, rules=""):
+    k = src[of_rules(("launch", gpu), rules)]["kernels"][kernel]
     if not k["ok"]:
         raise SourceFailed(f"the unit refused {kernel} on {gpu}: {k['message']}")
     return pick_of(k["tile"], k["slots"], k["streaming"], k["label"])
@@ -303,15 +311,15 @@ def portability_max(src, kind, scope, source=None, targets=None):
 
 
 # ---------------------------------------------------------------- Fig. 8, 9: workloads
-@_measure(lambda a: [("workload", w) for w in a["workloads"]])
-def workload_speedup(src, workloads, over):
-    values = [src[("workload", w)]["summary"][f"speedup_vs_{over}"] for w in workloads]
+@_measure(lambda a: [of_rules(("workload", w), a.get("rules", "")) for w in a["workloads"]])
+def workload_speedup(src, workloads, over, rules=""):
+    values = [src[of_rules(("workload", w), rules)]["summary"][f"speedup_vs_{over}"] for w in workloads]
     return None if any(v is None for v in values) else max(values)
 
 
-@_measure(lambda a: [("workload", a["workload"])])
-def workload_layer_pick(src, workload, layer, case):
-    lay = find_layer(src[("workload", workload)]["layers"], layer)
+@_measure(lambda a: [of_rules(("workload", a["workload"]), a.get("rules", ""))])
+def workload_layer_pick(src, workload, layer, case, rules=""):
+    lay = find_layer(src[of_rules(("workload", workload), rules)]["layers"], layer)
     if lay[f"{case}_tile"] is None:
         return None
     return pick_of(lay[f"{case}_tile"], lay[f"{case}_slots"], lay["streaming"], lay[f"{case}_config"])

@@ -19,12 +19,20 @@ the workload runner. Every source is a plain, picklable dict, computed by one ta
     ("hardware", "heldout")  the same rows from the model refitted without the kernel's family
                              (quco.perfmodel.fit.leave_one_out): the model's evidence on this data
 
+quco+'s twins (the scorecard's `plus-*` rows; quco+ is our second rule set, not the paper's:
+FLAG_QUCO_PLUS in every launch record, docs/algorithm.md): a key with PLUS appended is the same
+computation with the flag. ("launch", gpu, PLUS) is a task of its own (a few launches);
+("workload", name, PLUS) and ("hardware", PLUS) are computed in the task of the paper's set's
+source, where the model's evaluations they need (Fine-Tuned per layer, every measured point) are
+cached, and split off after it (compute()).
+
 `compute(keys, ...)` fans the tasks out with quco.util.parallel.run (a process pool, or
 Dask with a scheduler). A task that fails returns {"error": message} instead of raising:
 the claims that need it say "could not compute", the others are still judged.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -87,11 +95,12 @@ def gpus_of(key: tuple) -> set[str]:
 
 # ---------------------------------------------------------------- one task per source
 def source(task) -> dict:
-    """Top-level and picklable: what parallel.run calls in a worker. (key, firmware)."""
-    key, firmware = task
+    """Top-level and picklable: what parallel.run calls in a worker. (key, firmware) or (key,
+    firmware, plus): with plus, the result carries quco+'s twin under PLUS (compute() splits it off)."""
+    key, firmware, *plus = task
     start = time.process_time()
     try:
-        out = _SOURCES[key[0]](*key[1:], firmware=firmware)
+        out = _SOURCES[key[0]](*key[1:], firmware=firmware, **({"plus": True} if any(plus) else {}))
     except Exception as e:   # reported on the claims that need it, never hidden
         out = {"error": f"{type(e).__name__}: {e}"}
     # the CPU time it took, and the worker's CPU before it (its start-up, on its first task):
@@ -102,16 +111,35 @@ def source(task) -> dict:
 
 
 SECONDS, WORKER = "_cpu_seconds", "_worker"
+PLUS = "plus"          # the last part of a quco+ twin's key
+RIDES = ("workload", "hardware")   # kinds whose twin is computed in the paper's set's task
+
+
+def _twin(fn) -> dict:
+    """quco+'s part of a source; its failure is its own (the paper's set's part is still judged)."""
+    try:
+        return fn()
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _plus(kernel):
+    """The kernel with quco+ chosen in its launch record."""
+    return dataclasses.replace(kernel, flags=kernel.flags | abi.FLAG_QUCO_PLUS)
 
 
 def _streaming(queues) -> list[bool]:
     return [t == STREAMING for _, t, _ in queues]
 
 
-def _launch(gpu: str, firmware=None) -> dict:
+def _launch(gpu: str, rules: str = "", firmware=None) -> dict:
+    """rules PLUS: quco+'s picks (the flag in the record), else the paper's set's."""
+    if rules not in ("", PLUS):
+        raise ValueError(f"launch source rules {rules!r}: expected none or {PLUS!r}")
     gst, out = tables.load(gpu), {}
     for stem in stems(gpu):
         k = kernel(gpu, stem)
+        k = _plus(k) if rules == PLUS else k
         # a freshly booted unit per kernel: a cold launch (two kernels with the same queues and CI
         # class, as Elementwise and Sumvectors, send the same record: the second would hit the cache)
         dev = Device(gst, firmware, profile=PROFILE, clock_mhz=QUCO_CLOCK_MHZ)
@@ -146,10 +174,11 @@ HARDWARE_GPU = "h100-sxm"     # the preset of the GPU the measurements were take
 HARDWARE_DATA = None          # None: quco.perfmodel.hardware.DEFAULT_DATA (examples/hardware/, shipped)
 
 
-def _hardware(part: str = "measured", firmware=None) -> dict:
+def _hardware(part: str = "measured", firmware=None, plus: bool = False) -> dict:
     """The H100 rows (hardware.compare()'s, computed here so that the firmware is the scorecard's and
     the points are kept) or, for part "heldout", leave-one-kernel-family-out. A file that cannot be
-    read raises hardware.HardwareDataError naming file, line and field: the claims say so."""
+    read raises hardware.HardwareDataError naming file, line and field: the claims say so.
+    plus (part "measured"): also quco+'s rows under PLUS, its firmware pick read off the same points."""
     from ..perfmodel import hardware
     from ..perfmodel.params import machine
     path = HARDWARE_DATA or hardware.DEFAULT_DATA
@@ -165,10 +194,18 @@ def _hardware(part: str = "measured", firmware=None) -> dict:
     from ..harness.evaluate import firmware_config
     results = hardware.compare(measured, gst, lambda g, k: firmware_config(g, k, firmware=firmware))
     model_att = {(r["kernel"], r["size"]): r["model"] for r in hardware.att_vs_noatt(measured, gst)}
-    return {**head, "rows": [_plain_row(r, head) for r in results],
-            "points": {f"{r['kernel']}/{r['size']}": [[p.tile, p.slots, p.measured_us, p.model_us] for p in r["points"]]
-                       for r in results},
-            "measured": _measured_points(measured), "att": _att_vs_loads(measured, model_att)}
+    out = {**head, "rows": [_plain_row(r, head) for r in results],
+           "points": {f"{r['kernel']}/{r['size']}": [[p.tile, p.slots, p.measured_us, p.model_us] for p in r["points"]]
+                      for r in results},
+           "measured": _measured_points(measured), "att": _att_vs_loads(measured, model_att)}
+    if plus:   # the same rows, QuCo's pick quco+'s (the kernel compare() scaled to the row's grid)
+        def twin():
+            return {**head, "measured": out["measured"], "rows": [_plain_row(
+                r | hardware.summarise(r["points"], firmware_config(
+                    gst, _plus(hardware.scaled_kernel(r["kernel"], r["work_groups"])), firmware=firmware)), head)
+                for r in results]}
+        out[PLUS] = _twin(twin)
+    return out
 
 
 def _plain_row(r: dict, head: dict) -> dict:
@@ -239,9 +276,19 @@ def _space(k, gst: bytes) -> tuple[dict, list]:
     return by_pick, space
 
 
-def _workload(name: str, firmware=None) -> dict:
-    from ..workloads import baselines, format, runner
+def _workload(name: str, firmware=None, plus: bool = False) -> dict:
+    """plus: also quco+'s run under PLUS, in this process: its Fine-Tuned is this run's, cached."""
+    from ..workloads import format
     w = format.load(WORKLOADS / f"{name}.json")
+    out = _run_workload(name, w, firmware)
+    if plus:
+        out[PLUS] = _twin(lambda: _run_workload(name, dataclasses.replace(
+            w, layers=[dataclasses.replace(lay, kernel=_plus(lay.kernel)) for lay in w.layers]), firmware))
+    return out
+
+
+def _run_workload(name: str, w, firmware) -> dict:
+    from ..workloads import baselines, runner
     gpu = w.gpu or "r9-nano"
     session = runner.Session(gpu, firmware, profile=PROFILE)
     steps = runner.run(session, [runner.Tenant(w)])
@@ -317,16 +364,22 @@ def _order(key: tuple) -> tuple:
 
 
 def compute(keys, firmware=None, workers=None, scheduler=None, progress=None) -> dict:
-    """{key: source} for `keys` (portability last, from the kernel sources it needs)."""
+    """{key: source} for `keys` (portability last, from the kernel sources it needs; a twin that
+    rides on its paper's set's source, RIDES, from that source's task)."""
     from ..util import parallel
     keys = list(dict.fromkeys(keys))
-    tasks = [k for k in keys if k[0] != "portability"]
+    twins = [k for k in keys if k[0] in RIDES and k[-1] == PLUS]
+    tasks = [k for k in keys if k[0] != "portability" and k not in twins]
+    tasks += [k[:-1] for k in twins if k[:-1] not in tasks]
     if ("portability",) in keys:
         tasks += [("kernel", g, s) for g in GPUS for s in stems(g) if ("kernel", g, s) not in tasks]
     tasks.sort(key=_order)
-    results = parallel.run(source, [(k, firmware) for k in tasks], scheduler=scheduler, workers=workers,
-                        chunk=1, progress=progress)
+    results = parallel.run(source, [(k, firmware, k + (PLUS,) in twins) for k in tasks], scheduler=scheduler,
+                           workers=workers, chunk=1, progress=progress)
     out = dict(zip(tasks, results))
+    for k in twins:   # the paper's set's source keeps its own keys only
+        base = out[k[:-1]]
+        out[k] = base if "error" in base else base.pop(PLUS)
     if ("portability",) in keys:
         try:
             out[("portability",)] = portability({k: v for k, v in out.items() if k[0] == "kernel"})

@@ -81,10 +81,17 @@ def markdown(rows: list[dict], figs: list[tuple], command: str, changed: list[di
              "worth: **fitted** rows are the calibration targets (QuCo's own Table III column for the algorithm, "
              "the Fine-Tuned column for the performance model), so a hold there is a residual; **derived** rows "
              "follow from other rows; an evidence row is **weak** when a random configuration of the space our "
-             "Fine-Tuned searches would pass it with 25% or more (the share is shown after the weight). Each row's "
+             "Fine-Tuned searches would pass it with 25% or more (the share is shown after the weight); "
+             "**extension** rows (`plus-*`, the section \"quco+ (ours, not the paper's rule set)\") put the paper's "
+             "claim to quco+, our second rule set, and are never counted as reproduced. Each row's "
              "weight has its reason (at the end). A **differs** is a finding about this tree, not a failed test: "
              "it says which way it goes: *against* (QuCo does worse here than the paper says), *in our favour* "
              "(better), or *neither way* (another pick, or a claim neither side of which favours QuCo).", "",
+             "**Which rule set is the paper's:** every row judges the firmware's default rule set, `quco`, the "
+             "paper's (its Section IV and Algorithms 2/3, read as docs/algorithm.md argues), except the extension "
+             "rows, which judge `quco+` (`FLAG_QUCO_PLUS` in the launch record: integer slots, no CU step, a ring "
+             "deepened while the CU keeps its work-groups, each queue's passes read), ours and not the paper's, "
+             "argued from the H100 sweep it is judged on.", "",
              f"Evidence that holds ({len(held)}): " + (", ".join(f"`{i}`" for i in held) or "none") + ".", "",
              "Each row is one claim of the paper that a number or a direction can check (the claims are data: "
              "`paper/claims.toml`). *paper* is the paper's value, *ours* what this tree computes: picks from the "

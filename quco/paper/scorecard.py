@@ -21,12 +21,17 @@ from .measures import MEASURES, SourceFailed, compute
 from .verdict import (AGAINST, DIFFERS, FAVOUR, HOLDS, MISSING, NEITHER, NO_VERDICT, VERDICTS, WITHIN, Check, Pick,
                       judge, show, way)
 
-WEIGHTS = ("evidence", WEAK, "fitted", "derived", "model")   # the summary's order
+WEIGHTS = ("evidence", WEAK, "fitted", "derived", "model", "extension")   # the summary's order
 WEIGHT_MEANING = {"evidence": "count as reproduced when they hold",
                   WEAK: f"a random configuration of the searched space passes with {WEAK_CHANCE:.0%} or more",
                   "fitted": "calibration targets: a residual, not a prediction",
                   "derived": "follow from other rows",
-                  "model": "our performance model against measurements it was not fitted to: about the judge, not the paper"}
+                  "model": "our performance model against measurements it was not fitted to: about the judge, not the paper",
+                  "extension": "quco+, our second rule set (FLAG_QUCO_PLUS), not the paper's: the plus-* twins of the "
+                               "paper's rows, argued from the H100 sweep they are judged on"}
+# which rule set the rows judge: said on the terminal and in report.md
+RULE_SETS = ("rule sets: every row judges the firmware's default rule set, `quco`, the paper's (Sec. IV, Algorithms 2/3), "
+             "except the extension rows (plus-*), which judge `quco+` (ours, not the paper's) on the same claims")
 
 
 def needs(claim) -> list[tuple]:
@@ -118,7 +123,8 @@ def summary_line(rows: list[dict]) -> str:
     ev = w["evidence"]
     return (f"{ev[HOLDS]} of {ev['claims']} evidence claims reproduced (hold); {len(rows)} claim"
             f"{'' if len(rows) == 1 else 's'} in all, "
-            f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived, model checks)"
+            f"{sum(w[k]['claims'] for k in WEIGHTS) - ev['claims']} not counted (weak, fitted, derived, model checks"
+            + (", quco+ extension)" if w["extension"]["claims"] else ")")
             + (f" and {w[NO_VERDICT]} without a verdict" if w[NO_VERDICT] else ""))
 
 
@@ -131,6 +137,7 @@ def summary_lines(rows: list[dict]) -> list[str]:
             lines.append(f"  {k:<9}{w[k]['claims']:>4}: {_weight_text(w[k])}  [{WEIGHT_MEANING[k]}]")
     if w[NO_VERDICT]:
         lines.append(f"  {'shown':<9}{w[NO_VERDICT]:>4}: no verdict (the Radeon 530's withheld picks, Fig. 11)")
+    lines.append(RULE_SETS)
     return lines
 
 
