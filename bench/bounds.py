@@ -8,8 +8,11 @@ configurations each search evaluates with the bound (the best alone, the top 10)
 
     .venv/bin/python bench/bounds.py            # everything (about a minute of CPU)
     .venv/bin/python bench/bounds.py --quick    # grids of 256 work-groups only
+    .venv/bin/python bench/bounds.py --exact    # the bound before SAFETY against runs without
+                                                # extrapolation (bundled kernels, 256-work-group grids)
     .venv/bin/python bench/bounds.py --grids    # every preset x bundled kernel at 1,024, 8,192 and
-                                                # 65,536 work-groups (ATT; several minutes)
+                                                # 65,536 work-groups, and every distinct layer of
+                                                # the bundled workloads (ATT; several minutes)
 """
 import argparse
 import dataclasses
@@ -21,8 +24,9 @@ from quco.gst import tables
 from quco.kernel.format import load_kernel
 from quco.perfmodel import bounds, hardware, search, space
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy
+from quco.perfmodel.sim import occupancy, simulate
 from quco.perfmodel.work import Config, Work
+from quco.workloads import format as wformat
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "quco" / "examples" / "kernels"
@@ -63,6 +67,21 @@ def cases(quick: bool, grids: bool):
                     p = space.plan(m, g, work)
                     yield (f"{gpu} {path.stem} {wgs}", m, work,
                            [(c, "att", 0) for c in search.candidates(work, m, p.tiles, p.slot_choices)])
+        # and every distinct layer of the bundled workloads on its GPU (run's ATT/Fine-Tuned baselines)
+        for path in sorted((ROOT / "quco" / "examples" / "workloads").glob("*.json")):
+            w = wformat.load(str(path))
+            g = tables.unpack(tables.load(w.gpu or "r9-nano"))
+            seen = set()
+            for lay in w.layers:
+                k = lay.kernel
+                m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
+                if (m, dataclasses.replace(work, name="")) in seen:
+                    continue
+                seen.add((m, dataclasses.replace(work, name="")))
+                p = space.plan(m, g, work)
+                if p.method == space.EXHAUSTIVE:
+                    yield (f"{path.stem} {k.name}"[:44], m, work,
+                           [(c, "att", 0) for c in search.candidates(work, m, p.tiles, p.slot_choices)])
         return
     g = tables.unpack(tables.load("h100-sxm"))
     m = machine(g)
@@ -76,16 +95,23 @@ def cases(quick: bool, grids: bool):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="grids of 256 work-groups only")
-    ap.add_argument("--grids", action="store_true", help=f"every preset x bundled kernel at {GRIDS} work-groups instead")
+    ap.add_argument("--exact", action="store_true", help="against runs without extrapolation (sim.simulate's "
+                    "exact), the bound before SAFETY; the bundled kernels at their own grids")
+    ap.add_argument("--grids", action="store_true", help=f"every preset x bundled kernel at {GRIDS} work-groups and "
+                    "every distinct layer of the bundled workloads instead")
     args = ap.parse_args()
     t0 = time.process_time()
     worst, where, n, below = float("inf"), None, 0, 0
     print(f"{'space':44s} {'configs':>7s} {'tightest':>8s} {'evaluated: best':>15s} {'top 10':>6s}")
-    for tag, m, work, evals in cases(args.quick, args.grids):
+    for tag, m, work, evals in cases(args.quick or args.exact, args.grids):
         rows = []
         for cfg, mode, cap in evals:
-            sim = search.evaluate(m, work, cfg, mode, cap).cycles
-            lb = bounds.lower_bound(m, work, cfg, mode, cap)
+            if args.exact:
+                sim = simulate(m, work, cfg, mode, exact=True, max_occupancy=cap).cycles
+            else:
+                sim = search.evaluate(m, work, cfg, mode, cap).cycles
+            # exact runs: the bound before SAFETY must hold
+            lb = bounds.lower_bound(m, work, cfg, mode, cap, safety=1.0 if args.exact else bounds.SAFETY)
             after = bounds.lower_bound(m, work, cfg, mode, cap, safety=0.0)  # the launch and a reduction
             raw = bounds.lower_bound(m, work, cfg, mode, cap, safety=1.0) - after
             ratio = (sim - after) / raw if raw > 0 else float("inf")
