@@ -60,19 +60,27 @@ def _after_grid(m: Machine, work: Work) -> float:
 
 
 def _loads(model, first_wg: bool):
-    """Per tile one work-group loads (every pass): (group, bytes, L2 hit fraction), as counts:
-    {(group index, bytes, hit): tiles}."""
+    """The tiles one work-group loads over its passes, as counts {(group index, bytes, L2 hit
+    fraction): tiles}: a group takes part in one pass in `every` and brings new data in one of
+    its own passes in `period` (Group.in_pass, skipped, hit), counted without walking them."""
     out: dict = {}
-    for p in range(model.passes):
-        for gi, g in enumerate(model.groups):
-            if not g.in_pass(p) or g.skipped(p, first_wg):
+    for gi, g in enumerate(model.groups):
+        own = -(-model.passes // g.every)      # passes p < passes with p % every == 0
+        fresh = -(-own // g.period)            # of those, own passes o with o % period == 0
+        if g.resident:                         # loaded once per slot: its first pass, fresh
+            passes = [(g.hit_fresh, 1 if first_wg else 0)]
+        elif g.kept:                           # loaded in its fresh passes only
+            passes = [(g.hit_fresh, fresh)]
+        else:
+            passes = [(g.hit_fresh, fresh), (g.hit_again, own - fresh)]
+        for hit, n in passes:
+            if n <= 0:
                 continue
-            hit = g.hit(p)
             if g.tiles > 1:
                 key = (gi, g.tile_bytes, hit)
-                out[key] = out.get(key, 0) + g.tiles - 1
+                out[key] = out.get(key, 0) + n * (g.tiles - 1)
             key = (gi, g.last_bytes, hit)
-            out[key] = out.get(key, 0) + 1
+            out[key] = out.get(key, 0) + n
     return out
 
 
@@ -103,16 +111,15 @@ def _consumer_bounds(model) -> list[float]:
     """The SIMD servers' work and one resident slot's chain (ATT and Ideal: Model._consumer)."""
     m, work = model.m, model.work
     code_sum = chain_sum = 0.0
-    per_pass: dict = {}
-    for p in range(model.passes):  # passes with the same groups taking part cost the same
-        taking = tuple(gi for gi, g in enumerate(model.groups) if g.in_pass(p))
-        if taking not in per_pass:
-            per_pass[taking] = _pass_code(model, [model.groups[gi] for gi in taking])
-        code, chain = per_pass[taking]
-        code_sum, chain_sum = code_sum + code, chain_sum + chain
+    # which groups take part in pass p repeats every lcm(every) passes: count each residue's passes
+    cycle = min(math.lcm(*(g.every for g in model.groups)), model.passes)
+    for r in range(cycle):
+        n = -(-(model.passes - r) // cycle)
+        code, chain = _pass_code(model, [g for g in model.groups if g.in_pass(r)])
+        code_sum, chain_sum = code_sum + n * code, chain_sum + n * chain
     # the step's FLOPs are in proportion to the bytes it uses: a work-group's whole FLOPs
     flops_sum = model.flops_per_byte * sum(
-        ((g.tiles - 1) * g.tile_bytes + g.last_bytes) * sum(g.in_pass(p) for p in range(model.passes))
+        ((g.tiles - 1) * g.tile_bytes + g.last_bytes) * -(-model.passes // g.every)
         for g in model.groups) / model.flops_per_cycle
     # a work-group's first step waits for its set-up and, where every work-group loads a tile in
     # it (not only a slot's first), for that tile (issue, ATT latency, at least an L2 round
