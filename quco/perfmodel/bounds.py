@@ -16,7 +16,9 @@ its last request):
 - **a resident slot's chain**: its work-groups run one after another, each step at least
   its compute plus the longer of its barrier code and its chain of dependent instructions
   (`Model._consumer`), each phase's end an LDS round trip, each work-group's first step
-  after its stage set-up and after its first tile's round trip.
+  after its stage set-up and after its first tile's round trip; and each work-group at least
+  its tiles' round trips, `slots` of a queue's at a time (a slot is reused only once its tile
+  has been consumed and released).
 
 Which tiles a work-group loads (stationary operands once per slot, L2 hits by pass) is
 read from the same `Model` the simulation builds, not recomputed. The simulation
@@ -107,6 +109,25 @@ def _run_bound(model) -> float:
     return max(terms)
 
 
+def _in_flight(model, first_wg: bool) -> float:
+    """A work-group's time by its slots (ATT and Ideal): a group's tile i + slots is issued only
+    once tile i's slot is released (consumed, then an LDS round trip) and arrives at least its
+    ATT issue, the ATT latency and an L2 round trip (a DRAM one where none of its tiles all
+    hits) after that, so the group's n tiles take ceil(n / slots) such round trips."""
+    m, lds = model.m, const("LDS_LATENCY")
+    tiles: dict = {}
+    for (gi, _, hit), n in _loads(model, first_wg).items():
+        count, all_hit = tiles.get(gi, (0, False))
+        tiles[gi] = (count + n, all_hit or hit >= 1.0)
+    out = 0.0
+    for gi, (n, all_hit) in tiles.items():
+        g = model.groups[gi]
+        trips = -(-n // g.slots)
+        trip = model.att_cost[g.first] + m.lat_att + (m.lat_l2 if all_hit else m.lat_dram)
+        out = max(out, trips * trip + (trips - 1) * lds)
+    return out
+
+
 def _consumer_bounds(model) -> list[float]:
     """The SIMD servers' work and one resident slot's chain (ATT and Ideal: Model._consumer)."""
     m, work = model.m, model.work
@@ -127,7 +148,9 @@ def _consumer_bounds(model) -> list[float]:
     loads = any(g.in_pass(0) and not g.skipped(0, False) for g in model.groups)
     first = min(model.att_cost.values()) + m.lat_att + m.lat_l2 if loads else 0.0
     per_wg = max(model.setup, first) + chain_sum + flops_sum + (work.phases - 1) * const("LDS_LATENCY")
-    chain = math.ceil(model.wgs / model.occ) * per_wg
+    # the slot's first work-group, then the others, each at least the longer of the two
+    chain = max(per_wg, _in_flight(model, True)) + (math.ceil(model.wgs / model.occ) - 1) * max(
+        per_wg, _in_flight(model, False))
     out = [chain]
     if model.simd is not None:  # the resident work-groups share `capacity` SIMD servers
         out.append(model.wgs * (model.setup + code_sum + flops_sum) / len(model.simd))
