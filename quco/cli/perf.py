@@ -156,7 +156,12 @@ def cmd_search(args) -> int:
         return _config_alone(args, kernel, gpu, m, work, asked, str(e))
     if not args.json and common.err.is_terminal:  # before the search: what it faces and how it walks it
         common.err.print(f"{kernel.name} on {gpu}: {plan.describe()}")
-    ranked = search.exhaustive(m, g, work)
+    # what must be ranked exactly: the `--top` fastest, QuCo's pick and the named configuration
+    # (the search may skip configurations its lower bound proves slower than all of them)
+    pick, named_cfg = _quco_config(gst, kernel, m, work), asked if asked and _fits(m, work, asked) else None
+    within = max([search.evaluate(m, work, c).cycles for c in (pick, named_cfg) if c is not None], default=0.0)
+    res = space.search_space(m, g, work, top=args.top, within=within)
+    ranked = res.ranked
     if not ranked:
         raise nothing_fits(kernel, m, where, gpu)
     best = ranked[0].outcome.cycles
@@ -165,18 +170,19 @@ def cmd_search(args) -> int:
         return dict(config_doc(work, r.config, r.outcome.cycles, best), rank=rank, occupancy=r.outcome.occupancy,
                     dram_gbps=r.outcome.dram_gbps, l2_hit=r.outcome.l2_hit, compute_util=r.outcome.compute_util)
     top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
-    named = _named(m, work, ranked, asked, doc, fail) if asked else None
-    quco, quco_note = _quco_pick(gst, kernel, m, work, ranked, doc, plan.method)
-    among = len(ranked) + (1 if named and not named.pop("in_space") else 0)
+    named = _named(m, work, ranked, asked, doc, fail, res.searched) if asked else None
+    quco, quco_note = _quco_pick(gst, kernel, m, work, ranked, doc, plan.method, res.searched)
+    among = res.searched + (1 if named and not named.pop("in_space") else 0)
     if named:
-        named["of"] = among  # its rank among the ranked configurations (plus itself when outside them)
+        named["of"] = among  # its rank among the searched configurations (plus itself when outside them)
     if args.json:
-        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": len(ranked), "space": _space_doc(plan),
+        print(json.dumps({"kernel": kernel.name, "gpu": gpu, "evaluated": res.evaluations,
+                          "skipped_by_bound": res.skipped, "space": _space_doc(plan),
                           "best": doc(ranked[0], 1), "top": top, "quco": quco, **({"config": named} if asked else {})},
                          indent=2))
         return 0
     searched = "every configuration that fits" if plan.method == space.EXHAUSTIVE else "coordinate descent"
-    t = Table(title=Text(f"{kernel.name} on {gpu}: {len(ranked)} configurations on the model ({searched})"),
+    t = Table(title=Text(f"{kernel.name} on {gpu}: {res.searched} configurations on the model ({searched})"),
               caption="slots: per run of identical queues, in queue order")
     for col in ("#", "tile / slots", "cycles", "gap", "WGs/CU", "DRAM GB/s", "L2 hits", "compute"):
         t.add_column(col, justify="right")
@@ -188,10 +194,13 @@ def cmd_search(args) -> int:
     if named:
         out.print(Text(f"{printable(args.config)[:40]}: {named['label']}, {named['cycles']:,.0f} cycles, {named['gap_pct']:+.2f}% "
                        f"over the best, rank {named['rank']} of {among}"
-                       + ("" if among == len(ranked) else " (outside the searched space: slots that differ within a run "
+                       + ("" if among == res.searched else " (outside the searched space: slots that differ within a run "
                           "of identical queues; ranked among it)")))
     out.print(Text(quco_note))
     out.print(Text(plan.describe()))
+    if res.skipped:
+        out.print(Text(f"evaluated {res.evaluations:,}; {res.skipped:,} skipped: their lower bound on the cycles is "
+                       "slower than the configurations shown and QuCo's pick (docs/perf-model.md, Speed)"))
     return 0
 
 
@@ -251,9 +260,23 @@ def _space_doc(p) -> dict:
     return {"size": p.size, "fitting": p.fitting, "method": p.method, "max_evaluations": p.max_evaluations}
 
 
-def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str) -> tuple[dict | None, str]:
+def _fits(m, work, cfg) -> bool:
+    return fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
+
+
+def _quco_config(gst: bytes, kernel, m, work):
+    """QuCo's own pick (the reference model's), where the model can run it; else None."""
+    from ..host import reference
+    r = reference.configure(gst, kernel.record())
+    cfg = Config(r.tile, tuple(r.slots)) if r.status == 0 else None
+    return cfg if cfg is not None and _fits(m, work, cfg) else None
+
+
+def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str, searched: int) -> tuple[dict | None, str]:
     """Where QuCo's own pick ranks among the searched configurations. The reference model
-    computes it (it agrees with the firmware bit for bit: `quco-emu diff`), no emulator needed."""
+    computes it (it agrees with the firmware bit for bit: `quco-emu diff`), no emulator needed.
+    `ranked` holds every searched configuration faster than it (the others were skipped as
+    slower), `searched` counts them all."""
     from ..host import reference
     from ..host.device import describe
     r = reference.configure(gst, kernel.record())
@@ -265,18 +288,20 @@ def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str) -> tuple[d
     q = search.Ranked(cfg, search.evaluate(m, work, cfg))
     row = doc(q, 1 + sum(1 for x in ranked if x.outcome.cycles < q.outcome.cycles))
     among = "" if method == space.EXHAUSTIVE else " evaluated"
-    return row, (f"QuCo's pick: {row['label']}, rank {row['rank']} of the {len(ranked)}{among} configurations, "
+    return row, (f"QuCo's pick: {row['label']}, rank {row['rank']} of the {searched}{among} configurations, "
                  f"{row['cycles']:,.0f} cycles, {row['gap_pct']:+.2f}% over the best")
 
 
-def _named(m, work, ranked, cfg, doc, fail) -> dict:
-    """The row of a configuration named on the command line, ranked among the space."""
+def _named(m, work, ranked, cfg, doc, fail, searched: int) -> dict:
+    """The row of a configuration named on the command line, ranked among the space (`ranked`
+    holds every searched configuration faster than it; `searched` counts them all)."""
     if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
         raise fail(f"--config: {cfg.label(work)} does not fit one work-group on a CU of this GPU "
                    f"(LDS {m.lds_bytes:,} bytes, {m.barrier_limit} barriers)")
     r = search.Ranked(cfg, search.evaluate(m, work, cfg))
     rank = 1 + sum(1 for x in ranked if x.outcome.cycles < r.outcome.cycles)  # at most its own place
-    return {**doc(r, rank), "in_space": any(x.config == cfg for x in ranked)}
+    return {**doc(r, rank), "in_space": any(x.config == cfg for x in ranked) or (
+        len(ranked) < searched and cfg in search.candidates(work, m, [cfg.tile], range(1, 1 + max(cfg.slots))))}
 
 
 # ---------------------------------------------------------------- evaluate

@@ -61,7 +61,7 @@ def kernel_rows(gpu: str, gst: bytes, kernel: Kernel, firmware=None, ablations: 
     g = tables.unpack(gst) | ({"model": model} if model is not None else {})
     work = Work.of(kernel)
     m = machine(g, kernel.core_clock_mhz, kernel.active_cus, kernel.lds_bytes)
-    ranked = search.exhaustive(m, g, work)
+    ranked = search.exhaustive(m, g, work, top=1)
     fine = ranked[0] if ranked else None
     picks = {
         "NoATT/Non-Tuned": search.noatt(m, g, work, tuned=False),

@@ -94,7 +94,7 @@ def _sweep_row(g: dict, overrides: dict, work: Work, record: bytes) -> dict:
     if res.status == abi.Status.OK:
         quco = Config(res.tile, tuple(res.slots))
         quco_cycles = search.evaluate(m, work, quco).cycles
-    ranked = search.exhaustive(m, g, work)
+    ranked = search.exhaustive(m, g, work, top=1)
     best = ranked[0] if ranked else None
     ideal = search.ideal(g, work, h["core_clock_mhz"], h["active_cus"]) if search.tiles(g) else None
     row.update(

@@ -261,7 +261,7 @@ def _space(k, gst: bytes) -> tuple[dict, list]:
       every streaming queue (the stationary queues' at their best: the paper gives one count);
     space [[tile, streaming slots (None when they differ), cycles], ...]: every point, best first,
       for the chance that a random configuration passes a claim (measures.CHANCES).
-    The exhaustive ranking kernel_rows made is cached, so this costs lookups."""
+    kernel_rows searched for the best alone (branch and bound); what it evaluated is cached."""
     from ..perfmodel import search
     from ..perfmodel.params import machine
     from ..perfmodel.work import Work

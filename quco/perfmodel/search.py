@@ -64,12 +64,14 @@ def rank(m: Machine, work: Work, configs, mode: str = "att") -> list[Ranked]:
     return scored
 
 
-def exhaustive(m: Machine, g: dict, work: Work) -> list[Ranked]:
+def exhaustive(m: Machine, g: dict, work: Work, top: int = 0) -> list[Ranked]:
     """ATT/Fine-Tuned: the space the paper explores, every configuration where at most
     `space.EXHAUSTIVE_MAX` fit, else coordinate descent (perfmodel/space.py says which and why;
-    it raises space.SpaceTooLarge for a space no method covers in its bound)."""
+    it raises space.SpaceTooLarge for a space no method covers in its bound). `top` 0: every
+    configuration, ranked; `top` n: the n fastest are exact and first, the list may lack
+    slower ones (skipped by their lower bound: space.search_space)."""
     from .space import search_space  # space.py builds on this module
-    return search_space(m, g, work).ranked
+    return search_space(m, g, work, top=top).ranked
 
 
 def informed(m: Machine, g: dict, work: Work) -> Ranked | None:

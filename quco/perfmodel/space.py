@@ -22,10 +22,11 @@ machine; bench/perfmodel.py prints what it costs in seconds.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from ..gst import abi
-from . import search
+from . import bounds, search
 from .params import Machine
 from .sim import occupancy
 from .work import BARRIERS_PER_SLOT, Config, Work, fits, meta_bytes
@@ -63,7 +64,8 @@ class Plan:
         head = (f"space: {len(self.tiles)} tiles x {s}^{self.runs} slot choices = {self.size:,} configurations, "
                 f"{self.fitting:,} fit one work-group")
         if self.method == EXHAUSTIVE:
-            return f"{head}; exhaustive ({self.fitting:,} evaluations)"
+            return (f"{head}; exhaustive (at most {self.fitting:,} evaluations: one whose lower bound is slower than "
+                    f"the configurations asked for is skipped)")
         return (f"{head}; coordinate descent over the {self.runs} runs of identical queues "
                 f"(at most {self.max_evaluations:,} evaluations; docs/perf-model.md, Search)")
 
@@ -121,6 +123,13 @@ class Result:
     plan: Plan
     ranked: list          # search.Ranked, fastest first: every evaluated configuration
     evaluations: int
+    skipped: int = 0      # configurations of the space not evaluated: their lower bound is slower
+                          # than the `top` fastest and than `within` (exhaustive search only)
+
+    @property
+    def searched(self) -> int:
+        """Configurations the search covers: evaluated, or skipped as provably slower."""
+        return self.evaluations + self.skipped
 
 
 def _key(r: search.Ranked) -> tuple:
@@ -157,15 +166,45 @@ def _descent(m: Machine, work: Work, tile: int, choices, seen: dict) -> None:
             break
 
 
-def search_space(m: Machine, g: dict, work: Work, method: str | None = None, where: str = "") -> Result:
-    """ATT/Fine-Tuned by the planned method; raises SpaceTooLarge past the bound."""
+def _pruned(m: Machine, work: Work, configs: list, top: int, within: float) -> tuple[list, int]:
+    """Branch and bound: the configurations in increasing order of their lower bound on the
+    cycles (quco.perfmodel.bounds), evaluated until the next one's bound is slower than the
+    `top`-th fastest evaluated so far and than `within`; every one left is slower than that
+    (its cycles are at least its bound), so the `top` fastest, and the rank of any
+    configuration of at most `within` cycles, are those of evaluating them all. Returns
+    (ranked evaluated configurations, skipped)."""
+    order = sorted((bounds.lower_bound(m, work, c), i) for i, c in enumerate(configs))
+    fastest: list = []   # the `top` fastest cycles so far, negated (a max-heap)
+    done = []
+    for n, (lb, i) in enumerate(order):
+        if len(fastest) == top and lb > max(-fastest[0], within):
+            return sorted(done, key=_key), len(order) - n
+        r = search.Ranked(configs[i], search.evaluate(m, work, configs[i]))
+        done.append(r)
+        heapq.heappush(fastest, -r.outcome.cycles)
+        if len(fastest) > top:
+            heapq.heappop(fastest)
+    return sorted(done, key=_key), 0
+
+
+def search_space(m: Machine, g: dict, work: Work, method: str | None = None, where: str = "",
+                 top: int = 0, within: float = 0.0) -> Result:
+    """ATT/Fine-Tuned by the planned method; raises SpaceTooLarge past the bound. `top` 0:
+    every configuration evaluated and ranked; else the exhaustive search ranks exactly only
+    the `top` fastest and every configuration of at most `within` cycles (the others it may
+    skip by their lower bound: `Result.skipped`)."""
     p = plan(m, g, work, method)
     check(p, where or work.name)
+    skipped = 0
     if p.method == EXHAUSTIVE:
-        ranked = search.rank(m, work, search.candidates(work, m, p.tiles, p.slot_choices))
+        configs = search.candidates(work, m, p.tiles, p.slot_choices)
+        if top:
+            ranked, skipped = _pruned(m, work, configs, top, within)
+        else:
+            ranked = search.rank(m, work, configs)
     else:
         seen: dict = {}
         for t in p.tiles:
             _descent(m, work, t, p.slot_choices, seen)
         ranked = sorted(seen.values(), key=_key)
-    return Result(p, ranked, len(ranked))
+    return Result(p, ranked, len(ranked), skipped)

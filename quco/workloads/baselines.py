@@ -35,7 +35,7 @@ def gst_key(g: dict) -> tuple:
 
 @functools.lru_cache(maxsize=4096)
 def fine_tuned(m: Machine, g_items: tuple, work: Work) -> tuple[Config, float] | None:
-    ranked = search.exhaustive(m, dict(g_items), work)
+    ranked = search.exhaustive(m, dict(g_items), work, top=1)
     return (ranked[0].config, ranked[0].outcome.ns) if ranked else None
 
 
