@@ -77,7 +77,7 @@ def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
         used.append("steps")
     elif work.passes > 1:
         used.append("passes")
-    if per_slot > sim.ROUNDS + 1:
+    if per_slot > sim.ROUNDS + 2:
         used.append("rounds")
     return "+".join(used) or "none", per_slot * work.passes * steps
 
