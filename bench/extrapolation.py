@@ -13,6 +13,7 @@ median) per extrapolation at work (rounds, pass window, step window) and the wor
 
     .venv/bin/python bench/extrapolation.py           # about two minutes of CPU
     .venv/bin/python bench/extrapolation.py --quick   # 256 work-groups and the 4,096 rows only
+    .venv/bin/python bench/extrapolation.py --only passes   # the runs the pass window extrapolates
 """
 import argparse
 import dataclasses
@@ -85,13 +86,14 @@ def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="256 work-groups and the 4,096 rows only")
+    ap.add_argument("--only", help="only the runs whose extrapolations include this one (rounds, passes, steps)")
     ap.add_argument("--worst", type=int, default=12, help="worst cases printed")
     args = ap.parse_args()
     t0 = time.process_time()
     rows, skipped = [], 0
     for tag, m, work, cfg in cases(args.quick):
         kind, cost = mechanisms(m, work, cfg)
-        if kind == "none":
+        if kind == "none" or (args.only and args.only not in kind.split("+")):
             continue
         if cost > MAX_STEPS:
             skipped += 1

@@ -50,6 +50,7 @@ MAX_ROUNDS = 16  # at most (the resident slots start in step and take up to a do
                  # settle into their staggered pattern: bench/extrapolation.py)
 STEADY = 2e-3  # rounds are steady when each of the last two lasts as the one two rounds before
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
+WARM_WINDOWS = 1
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
@@ -546,7 +547,9 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     short = 1 + WARM_PASSES + ahead
     short += (work.passes - short) % period  # the passes left are whole periods
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
+    window = period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
+    short += window * WARM_WINDOWS
+    long_ = short + window
     a = None if exact or short + long_ >= work.passes else Model(m, work, cfg, mode, False, max_occupancy, short)
     # Not the ideal run of several resident work-groups: each one's producer queues every tile
     # of every pass in the CU's ATT unit and pipes at once (first come, first served), so the
