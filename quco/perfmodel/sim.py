@@ -50,7 +50,7 @@ MAX_ROUNDS = 16  # at most (the resident slots start in step and take up to a do
                  # settle into their staggered pattern: bench/extrapolation.py)
 STEADY = 2e-3  # rounds are steady when each of the last two lasts as the one two rounds before
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
-WARM_WINDOWS = 1
+WARM_STEPS = 48  # steps (whole periods) simulated before the pass window when several work-groups are resident
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
@@ -526,10 +526,12 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
              exact: bool = False, max_occupancy: int = 0) -> Outcome:
     """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
     `max_occupancy` work-groups at once when given). Unless `exact` (or tracing), a loop nest
-    of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
-    periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
-    all of them: once the pipeline is full every period does the same work (tests check it
-    against the full run); a long single pass, over the step window (quco.perfmodel.window)."""
+    of many passes is simulated over about 1 + WARM_PASSES passes (plus WARM_STEPS' worth
+    where several work-groups are resident) and over that plus whole periods of its loop nest
+    worth at least WINDOW_STEPS steps, and extrapolated linearly to all of them: once the
+    pipeline is full and the resident work-groups interleave steadily every period does the
+    same work (bench/extrapolation.py measures it against full runs); a long single pass,
+    over the step window (quco.perfmodel.window)."""
     exact = exact or trace
     if not exact:
         steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
@@ -547,9 +549,14 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     short = 1 + WARM_PASSES + ahead
     short += (work.passes - short) % period  # the passes left are whole periods
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    window = period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
-    short += window * WARM_WINDOWS
-    long_ = short + window
+    def periods(n: int) -> int:  # passes, in whole periods, of at least n steps
+        return period * math.ceil(math.ceil(n / steps) / period)
+    # several resident work-groups start in step and settle into their interleaving over
+    # some passes (H100 Matrix-Matrix 512/6+5: 6): the window starts after WARM_STEPS more
+    wgs = math.ceil((work.work_groups or m.cus) / min(m.cus, work.work_groups or m.cus))
+    if WARM_STEPS and min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs) > 1:
+        short += periods(WARM_STEPS)
+    long_ = short + periods(WINDOW_STEPS)
     a = None if exact or short + long_ >= work.passes else Model(m, work, cfg, mode, False, max_occupancy, short)
     # Not the ideal run of several resident work-groups: each one's producer queues every tile
     # of every pass in the CU's ATT unit and pipes at once (first come, first served), so the
