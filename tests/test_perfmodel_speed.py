@@ -59,3 +59,44 @@ def test_the_ideal_run_of_several_resident_work_groups_on_many_passes_is_not_ext
     assert two.cycles == pytest.approx(sim.simulate(m, work, cfg, "ideal", exact=True, max_occupancy=2).cycles, rel=1e-5)
     assert one.extrapolated and one.cycles == pytest.approx(
         sim.simulate(m, work, cfg, "ideal", exact=True, max_occupancy=1).cycles, rel=1e-5)
+
+
+# ---------------------------------------------------------------- extrapolation against full runs
+@pytest.mark.parametrize("label", ["256/4+8", "128/7+1", "256/2+8"])
+def test_rounds_are_extrapolated_once_steady(label):
+    # H100 Matrix-Vector at 32,768 work-groups, 8 resident, 31 rounds a slot: the slots start in
+    # step and settle over 3 (256/4+8: then 23,923 / 24,329 cycles a round, alternately) to 12
+    # rounds (128/7+1). Extrapolating from rounds 2..3 was -2.6%, +5.3% and +7.9% off the full run
+    g = tables.unpack(tables.load("h100-sxm"))
+    m, work = machine(g), Work.of(hardware.scaled_kernel("Matrix-Vector", 32768))
+    cfg = Config.parse(work, label)
+    fast, full = sim.simulate(m, work, cfg), sim.simulate(m, work, cfg, exact=True)
+    assert fast.extrapolated and fast.events < full.events
+    assert fast.cycles == pytest.approx(full.cycles, rel=5e-3), (fast.cycles, full.cycles)
+
+
+def test_steady_rounds_cost_is_bounded_whatever_the_grid():
+    # at most MAX_ROUNDS rounds, the next and the uneven last one are simulated: a million
+    # work-groups schedule no more events than MAX_ROUNDS + 2 rounds of the resident ones
+    g = tables.unpack(tables.load("h100-sxm"))
+    m = machine(g)
+    for label in ("256/2+8", "128/7+1"):
+        small = Work.of(hardware.scaled_kernel("Matrix-Vector", 32768))
+        big = Work.of(hardware.scaled_kernel("Matrix-Vector", 1 << 20))
+        cfg = Config.parse(small, label)
+        a, b = sim.simulate(m, small, cfg), sim.simulate(m, big, cfg)
+        per_round = sim.simulate(m, small, cfg, exact=True).events / a.work_groups_per_cu * a.occupancy
+        assert b.extrapolated and b.events <= (sim.MAX_ROUNDS + 3) * per_round, (b.events, per_round)
+
+
+def test_the_pass_window_starts_after_the_resident_work_groups_settle():
+    # H100 Matrix-Matrix at 2,048 work-groups, 4 resident, 128 passes: they settle over 6 passes;
+    # the window over passes 3..15 was 3.4% (512/6+5) and 5.7% (512/6+7) fast
+    g = tables.unpack(tables.load("h100-sxm"))
+    k = hardware.scaled_kernel("Matrix-Matrix", 2048)
+    m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
+    for label in ("512/6+5", "512/6+7"):
+        cfg = Config.parse(work, label)
+        fast, full = sim.simulate(m, work, cfg), sim.simulate(m, work, cfg, exact=True)
+        assert fast.extrapolated and fast.events * 2 < full.events
+        assert fast.cycles == pytest.approx(full.cycles, rel=5e-3), (label, fast.cycles, full.cycles)

@@ -45,8 +45,12 @@ from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
-ROUNDS = 4  # steady rounds of work-groups simulated before the rest is extrapolated (Model.run)
+ROUNDS = 4  # rounds of work-groups simulated at least before the rest is extrapolated (Model.run)
+MAX_ROUNDS = 16  # at most (the resident slots start in step and take up to a dozen rounds to
+                 # settle into their staggered pattern: bench/extrapolation.py)
+STEADY = 2e-3  # rounds are steady when each of the last two lasts as the one two rounds before
 WARM_PASSES = 0   # passes simulated, beyond the first and the producer's run-ahead, before the steady state
+WARM_STEPS = 48  # steps (whole periods) simulated before the pass window when several work-groups are resident
 WINDOW_STEPS = 48  # steps over which the steady per-pass time is measured (simulate): the
                    # interleaving of work-groups and pipes repeats within a few dozen steps
 
@@ -424,33 +428,59 @@ class Model:
                 self.pipes.write(self.out_per_step, env.now)
 
     # ---------------------------------------------------------------- run
-    def _resident(self, slot: int, count: int):
+    def _resident(self, slot: int):
         body = self._work_group_noatt if self.mode == "noatt" else self._work_group_att
-        for j in range(count):
+        j = 0
+        while j < self.share[slot]:  # (shortened when the rounds are found steady)
+            self.started[slot] = j + 1
             yield from body(slot, j == 0)
             self.finished[j] = max(self.finished.get(j, 0.0), self.env.now)
+            self.done[j] = self.done.get(j, 0) + 1
+            if self.done[j] == self.occ and self.per_round is None:  # round j is complete
+                self._steady(j)
+            j += 1
+
+    def _steady(self, j: int) -> None:
+        """After round j: when the rounds are steady (each of the last two lasts as the one
+        two rounds before within STEADY: a pattern of period 1 or 2), or after MAX_ROUNDS,
+        skip the full rounds that would follow but one (and the uneven last round), to be
+        added back at the mean time of the last two rounds (of the last four at MAX_ROUNDS:
+        rounds that keep drifting, averaged)."""
+        # one more full round before the uneven last (past any a slot has started already)
+        left = min(self.share) - max(self.started) - 1
+        if j < ROUNDS or left <= 0:
+            if left <= 0:
+                self.per_round = 0.0  # nothing left to skip
+            return
+        f = self.finished
+        d = [f[i] - f[i - 1] for i in range(j - 3, j + 1)]
+        steady = all(abs(d[i] - d[i - 2]) <= STEADY * d[i] for i in (2, 3))
+        if not steady and j + 1 < MAX_ROUNDS:
+            return
+        self.per_round = (d[2] + d[3]) / 2 if steady else sum(d) / 4
+        self.skipped = left
+        self.share = [n - left for n in self.share]
 
     def run(self, exact: bool = False) -> dict:
         """Simulate; returns the run's totals (`outcome` turns them into an Outcome). Unless
-        `exact`, when every resident slot has more than ROUNDS + 1 work-groups (a round: one
-        work-group on every slot), K full rounds are skipped so that ROUNDS + 1 remain (plus
-        the uneven last round), and K times the mean time of simulated rounds 2..ROUNDS is
-        added: after the first round (cold stationary operands, an empty pipe) and before the
-        last (the drain) every round does the same work on the same resources."""
-        share = [self.wgs // self.occ + (1 if s < self.wgs % self.occ else 0) for s in range(self.occ)]
-        skipped = 0 if exact else max(0, min(share) - (ROUNDS + 1))
-        share = [n - skipped for n in share]  # keeps the uneven last round as it is
+        `exact`, once the rounds (a round: one work-group on every resident slot) are steady
+        (`_steady`: after the first rounds, from a cold start with every slot in step, until
+        the slots settle into their staggered pattern), the full rounds but the next one are
+        skipped and added back at the steady per-round time; the next round and the uneven
+        last round are simulated (the drain)."""
+        self.share = [self.wgs // self.occ + (1 if s < self.wgs % self.occ else 0) for s in range(self.occ)]
         self.finished: dict[int, float] = {}
-        for slot, n in enumerate(share):
-            self.env.process(self._resident(slot, n))
+        self.done: dict[int, int] = {}
+        self.started = [0] * self.occ
+        self.per_round, self.skipped = (0.0 if exact else None), 0
+        for slot in range(self.occ):
+            self.env.process(self._resident(slot))
         self.env.run()
         # done when the last work-group is and its results are written (pending slot
         # releases after the last tile do not count)
         end = max(max(self.finished.values()), self.pipes.free)
-        scale = self.wgs / sum(share)
-        if skipped:  # the skipped full rounds, at the steady per-round time (away from both ends)
-            per_round = (self.finished[ROUNDS - 1] - self.finished[1]) / (ROUNDS - 2)
-            end += skipped * per_round
+        scale = self.wgs / sum(self.share)
+        end += self.skipped * (self.per_round or 0.0)  # the skipped full rounds
         return {"cycles": end, "dram_bytes": self.pipes.dram_bytes * scale, "busy": self.busy * scale,
                 "stall_producer": self.stall_p * scale, "stall_consumer": self.stall_c * scale,
                 "barrier_cycles": self.barrier * scale, "transfers": self.transfers * scale,
@@ -496,10 +526,12 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
              exact: bool = False, max_occupancy: int = 0) -> Outcome:
     """Run the kernel's work on one CU of `m` with configuration `cfg` (at most
     `max_occupancy` work-groups at once when given). Unless `exact` (or tracing), a loop nest
-    of many passes is simulated over about 1 + WARM_PASSES passes and over that plus whole
-    periods of its loop nest worth at least WINDOW_STEPS steps, and extrapolated linearly to
-    all of them: once the pipeline is full every period does the same work (tests check it
-    against the full run); a long single pass, over the step window (quco.perfmodel.window)."""
+    of many passes is simulated over about 1 + WARM_PASSES passes (plus WARM_STEPS' worth
+    where several work-groups are resident) and over that plus whole periods of its loop nest
+    worth at least WINDOW_STEPS steps, and extrapolated linearly to all of them: once the
+    pipeline is full and the resident work-groups interleave steadily every period does the
+    same work (bench/extrapolation.py measures it against full runs); a long single pass,
+    over the step window (quco.perfmodel.window)."""
     exact = exact or trace
     if not exact:
         steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
@@ -517,7 +549,14 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
     short = 1 + WARM_PASSES + ahead
     short += (work.passes - short) % period  # the passes left are whole periods
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    long_ = short + period * math.ceil(math.ceil(WINDOW_STEPS / steps) / period)
+    def periods(n: int) -> int:  # passes, in whole periods, of at least n steps
+        return period * math.ceil(math.ceil(n / steps) / period)
+    # several resident work-groups start in step and settle into their interleaving over
+    # some passes (H100 Matrix-Matrix 512/6+5: 6): the window starts after WARM_STEPS more
+    wgs = math.ceil((work.work_groups or m.cus) / min(m.cus, work.work_groups or m.cus))
+    if WARM_STEPS and min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs) > 1:
+        short += periods(WARM_STEPS)
+    long_ = short + periods(WINDOW_STEPS)
     a = None if exact or short + long_ >= work.passes else Model(m, work, cfg, mode, False, max_occupancy, short)
     # Not the ideal run of several resident work-groups: each one's producer queues every tile
     # of every pass in the CU's ATT unit and pipes at once (first come, first served), so the
