@@ -16,6 +16,7 @@ installed package as users do and are not checked.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -247,6 +248,7 @@ def modules(root: Path):
         yield from sorted((root / TOP / folder).rglob("*.py"))
 
 
+@functools.lru_cache(maxsize=None)  # two tests and the drawing read the same checkout's arrows
 def arrows(root: Path) -> dict[tuple[str, str], int]:
     """{(folder, folder it imports): how many module -> module imports}, over the whole package."""
     pairs = set()
