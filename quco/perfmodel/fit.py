@@ -39,7 +39,8 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel
+from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
+                       unpipelined_tiles)
 from .params import Machine
 from .work import Config, Work
 
@@ -80,6 +81,15 @@ def _clean(rows: list[Measurement]) -> list[Measurement]:
     return [r for r in rows if (r.kernel, r.size, r.tile, r.slots) not in bad]
 
 
+def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
+    """measured_residency of row `r` as hardware.points judges it: a tile whose one-step loop
+    was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x size) holds one
+    buffer a queue (pipelined=False), whatever its slots."""
+    group = [x for x in rows if x.variant == "att" and x.kernel == r.kernel and x.size == r.size
+             and x.work_groups == r.work_groups and x.fits and x.tile and x.slots]
+    return measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in unpipelined_tiles(m, work, group))
+
+
 def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
     total = work_groups * (work.moved_bytes() + work.output_bytes)
     return total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
@@ -103,7 +113,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if len(rs) < 3 or any(r.time_us < ISSUE_BOUND * _dram_us(m, work, wgs_total) for r in rs):
             continue
         full = m.max_waves // (work.consumer_wavefronts + 1)
-        if any(measured_residency(m, work, tile, r.slots) < full for r in rs):
+        if any(_residency(m, work, r, rows) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
         wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
@@ -150,7 +160,7 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
             continue
-        if measured_residency(m, work, r.tile, r.slots) < m.max_waves // (work.consumer_wavefronts + 1):
+        if _residency(m, work, r, rows) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
@@ -188,7 +198,7 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        if measured_residency(m, work, r.tile, r.slots) < wgs:
+        if _residency(m, work, r, rows) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
@@ -217,7 +227,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        occ = min(measured_residency(m, work, r.tile, r.slots), wgs)
+        occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
         total = r.work_groups * (work.moved_bytes() + work.output_bytes)
