@@ -8,6 +8,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --picks    # also every kernel's pick table
     .venv/bin/python bench/calibrate_model.py --fit      # the DRAM_ROW_OVERHEAD_BYTES scan
     .venv/bin/python bench/calibrate_model.py --hardware # the H100 fit and leave-one-family-out
+    .venv/bin/python bench/calibrate_model.py --leave-size-out  # the H100 fit on one grid size, the other predicted
 """
 from __future__ import annotations
 
@@ -225,13 +226,60 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
               f"{r['model_best_cost_pct']:+.1f}% | {r['median_error_pct']:.1f}% |")
 
 
+def _targets_line(label: str, res: list[dict]) -> str:
+    """The issue #29 targets over `res` (compare's summaries): how many meet each."""
+    rho = [r["spearman"] for r in res]
+    cost = [r["model_best_cost_pct"] for r in res]
+    err = [r["median_error_pct"] for r in res]
+    return (f"{label}: rank corr >= 0.9 {sum(v >= 0.9 for v in rho)}/{len(rho)} (min {min(rho):.2f}); "
+            f"model best within 2% {sum(v <= 2 for v in cost)}/{len(cost)} (geomean "
+            f"{hwdata.geomean_pct(cost):+.2f}%, target <= 1%; worst {max(cost):+.1f}%); "
+            f"median err <= 10% {sum(v <= 10 for v in err)}/{len(err)} (max {max(err):.1f}%)")
+
+
+def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
+    """Every fitted constant on one grid size's rows alone (quco/perfmodel/fit.py fit_size),
+    the model on the other size's rows, beside the shipped fit (both sizes, the preset)."""
+    from quco.perfmodel import fit as hwfit, hardware as hw
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    shipped = {(r["kernel"], r["size"]): r for r in hw.compare(rows, gst)}
+    held = hwfit.leave_size_out(m, gst, rows)
+    fits = {r["fitted_on"]: (r["constants"], r["used"]) for r in held}
+    print(f"leave one grid size out on {path} ({gpu}): every fitted constant on one size's rows, "
+          "the other size predicted\n")
+    print("| constant | shipped (both sizes) | " + " | ".join(f"fitted on {s} (rows)" for s in fits) + " |")
+    print("|---|---|" + "---|" * len(fits))
+    preset = params.description(params.gst_name(tables.unpack(gst)))
+    for k in hwfit.FITTED:
+        cells = [f"{c[k]:.4g} ({len(used[k])})" if used.get(k) else f"{c[k]:.4g} (no row: unfitted value)"
+                 for c, used in fits.values()]
+        print(f"| {k} | {preset[k]:.4g} | " + " | ".join(cells) + " |")
+    print("\n| fitted on | predicted | kernel | rank corr (shipped) | model best cost (shipped) | "
+          "median err (shipped) |\n|---|---|---|---|---|---|")
+    for r in held:
+        s = shipped[(r["kernel"], r["size"])]
+        print(f"| {r['fitted_on']} | {r['size']} | {r['kernel']} | {r['spearman']:.2f} ({s['spearman']:.2f}) | "
+              f"{r['model_best_cost_pct']:+.1f}% ({s['model_best_cost_pct']:+.1f}%) | "
+              f"{r['median_error_pct']:.1f}% ({s['median_error_pct']:.1f}%) |")
+    print()
+    for size in fits:
+        part = [r for r in held if r["fitted_on"] == size]
+        print(_targets_line(f"fitted on {size}, predicting {', '.join(dict.fromkeys(r['size'] for r in part))}", part))
+        print(_targets_line("  shipped fit on the same rows", [shipped[(r["kernel"], r["size"])] for r in part]))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--hardware", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
+    ap.add_argument("--leave-size-out", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
     args = ap.parse_args()
-    if args.hardware:
+    if args.leave_size_out:
+        leave_size_out(args.leave_size_out)
+    elif args.hardware:
         hardware_fit(args.hardware)
     elif args.fit:
         fit()

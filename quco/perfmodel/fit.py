@@ -39,7 +39,8 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel
+from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
+                       unpipelined_tiles)
 from .params import Machine
 from .work import Config, Work
 
@@ -80,6 +81,15 @@ def _clean(rows: list[Measurement]) -> list[Measurement]:
     return [r for r in rows if (r.kernel, r.size, r.tile, r.slots) not in bad]
 
 
+def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
+    """measured_residency of row `r` as hardware.points judges it: a tile whose one-step loop
+    was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x size) holds one
+    buffer a queue (pipelined=False), whatever its slots."""
+    group = [x for x in rows if x.variant == "att" and x.kernel == r.kernel and x.size == r.size
+             and x.work_groups == r.work_groups and x.fits and x.tile and x.slots]
+    return measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in unpipelined_tiles(m, work, group))
+
+
 def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
     total = work_groups * (work.moved_bytes() + work.output_bytes)
     return total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
@@ -103,7 +113,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if len(rs) < 3 or any(r.time_us < ISSUE_BOUND * _dram_us(m, work, wgs_total) for r in rs):
             continue
         full = m.max_waves // (work.consumer_wavefronts + 1)
-        if any(measured_residency(m, work, tile, r.slots) < full for r in rs):
+        if any(_residency(m, work, r, rows) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
         wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
@@ -114,10 +124,10 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
     return out
 
 
-def fit_stage(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[float, list]:
+def fit_stage(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:
     """stage_instr: measured slope = stage_instr x us_per_instr over stage_groups, by
     non-negative least squares through the origin; returns the value and the rows used."""
-    groups = stage_groups(m, rows, kernels=kernels)
+    groups = stage_groups(m, rows, size, kernels)
     if not groups:
         raise ValueError("no issue-bound (kernel, tile) with slots 4..8 to set the per-stage cost")
     res = optimize.lsq_linear(np.array([[g["us_per_instr"]] for g in groups]),
@@ -150,7 +160,7 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
             continue
-        if measured_residency(m, work, r.tile, r.slots) < m.max_waves // (work.consumer_wavefronts + 1):
+        if _residency(m, work, r, rows) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
@@ -161,10 +171,10 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
     return out
 
 
-def fit_issue(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, list]:
+def fit_issue(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[dict, list]:
     """step_instr, queue_instr, store_instr from the issue-bound rows (non-negative least
     squares); returns the values and the rows used."""
-    used = issue_rows(m, rows, kernels=kernels)
+    used = issue_rows(m, rows, size, kernels)
     if len(used) < 3:
         raise ValueError(f"{len(used)} issue-bound rows: at least 3 needed to fit three counts")
     a = np.array([x for _, x, _ in used])
@@ -188,7 +198,7 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        if measured_residency(m, work, r.tile, r.slots) < wgs:
+        if _residency(m, work, r, rows) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
@@ -217,7 +227,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
         wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
-        occ = min(measured_residency(m, work, r.tile, r.slots), wgs)
+        occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
         total = r.work_groups * (work.moved_bytes() + work.output_bytes)
@@ -226,10 +236,10 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     return out
 
 
-def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED) -> tuple[float, list]:
+def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:
     """dram_stream_cost: time over the sustained bound = cost x streams, by least squares
     through the origin (scipy.optimize.lsq_linear, non-negative) on stream_rows."""
-    used = stream_rows(m, rows, kernels=kernels)
+    used = stream_rows(m, rows, size, kernels)
     if len(used) < 2:
         raise ValueError("fewer than 2 bandwidth-bound rows to set the DRAM stream cost")
     a = np.array([[float(n)] for _, n, _ in used])
@@ -293,4 +303,82 @@ def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]
         c, _ = fit(m, gst, rows, rest)
         for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
             out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
+    return out
+
+
+# ---------------------------------------------------------------- leave one grid size out
+FITTED = ("step_instr", "queue_instr", "store_instr", "stage_instr", "dram_stream_cost", "dep_instr_cycles", "launch_ns")
+FIXED_POINT_ROUNDS = 10  # the stream cost's bound counts the launch, which is fitted after it
+
+
+def prior(m: Machine) -> Machine:
+    """`m` with every fitted constant back at its unfitted value (params.GPU_FIELDS: what the
+    model assumes of a GPU without measurements), so that nothing of a fit on other rows leaks."""
+    from .params import GPU_FIELDS
+    return with_constants(m, {k: GPU_FIELDS[k] for k in FITTED})
+
+
+def _constants(m: Machine) -> dict:
+    return {"step_instr": m.step_instr, "queue_instr": m.queue_instr, "store_instr": m.store_instr,
+            "stage_instr": m.stage_instr, "dram_stream_cost": m.dram_stream_cost,
+            "dep_instr_cycles": m.dep_instr, "launch_ns": m.launch * 1000.0 / m.clock_mhz}
+
+
+def _try(stage, *args):
+    try:
+        return stage(*args)
+    except ValueError:
+        return None
+
+
+def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED) -> tuple[dict, dict]:
+    """Every fitted constant from the rows of one grid size alone, by `fit`'s stages and row
+    rules applied to `size`'s rows: (constants, {constant: rows used, or None where no row of
+    that size meets the stage's rule and the constant keeps its unfitted value, `prior`}).
+    The stream cost's bound counts the launch, fitted after it: the stages repeat from the
+    prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
+    value it printed, which closes that loop)."""
+    train = [r for r in rows if r.size == size]
+    base = prior(m)
+    c, used = _constants(base), {}
+    for _ in range(FIXED_POINT_ROUNDS):
+        before = c["launch_ns"]
+        got = _try(fit_stage, with_constants(base, c), train, kernels, size)
+        if got:
+            c["stage_instr"] = got[0]
+        used["stage_instr"] = got and got[1]
+        got = _try(fit_issue, with_constants(base, c), train, kernels, size)
+        if got:
+            c.update(got[0])
+        used.update({k: got and got[1] for k in ("step_instr", "queue_instr", "store_instr")})
+        got = _try(fit_streams, with_constants(base, c), train, kernels, size)
+        if got:
+            c["dram_stream_cost"] = got[0]
+        used["dram_stream_cost"] = got and got[1]
+        got = _try(fit_launch, with_constants(base, c), gst, train, size, kernels)
+        launch = got[0] if got else c["launch_ns"]
+        got = _try(fit_chain, with_constants(base, c), train, launch, size, kernels)
+        if got:
+            c["dep_instr_cycles"] = got[0]
+        used["dep_instr_cycles"] = got and got[1]
+        got = _try(fit_launch, with_constants(base, c), gst, train, size, kernels)
+        if got:
+            c["launch_ns"] = got[0]
+        used["launch_ns"] = got and got[1]
+        if abs(c["launch_ns"] - before) < 1.0:
+            break
+    return c, used
+
+
+def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> list[dict]:
+    """For each grid size of `rows`: every constant fitted on that size alone (fit_size), the
+    model compared on every other size. {fitted_on, constants, used, **compare's summary}."""
+    sizes = list(dict.fromkeys(r.size for r in rows if r.kernel in kernels))
+    out = []
+    for size in sizes:
+        c, used = fit_size(m, gst, rows, size, kernels)
+        held = [r for r in rows if r.size != size]
+        for res in compare(held, gst, kernels=kernels, m=with_constants(m, c)):
+            out.append({"fitted_on": size, "constants": c, "used": used,
+                        **{k: v for k, v in res.items() if k != "points"}})
     return out

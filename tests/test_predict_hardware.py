@@ -1,0 +1,60 @@
+"""bench/predict_hardware.py (issue #29's pre-registered predictions) on a hand-made grid: the
+measured format plus model_us, the preset and commit named, what bench/hardware.py would compare,
+bad input refused with nothing written."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from quco.gst import tables
+from quco.perfmodel import hardware
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("predict_hardware", ROOT / "bench" / "predict_hardware.py")
+predict = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(predict)
+
+GRID = [",".join(hardware.FIELDS),
+        "Elementwise,att,paper,256,8192,7,,,yes,30.1,402653184,13377.2,",
+        "Elementwise,att,paper,256,8192,8,,,no,,,,245816",
+        "Elementwise,vendor,paper,256,,,,,yes,40.0,402653184,10066.3,",
+        "Matrix-Matrix,att,paper,1024,8192,2,64,128,yes,20.0,1,1.0,"]
+
+
+def test_predictions_are_the_comparisons_model_in_the_measured_format(tmp_path):
+    src, out = tmp_path / "grid.csv", tmp_path / "pred.csv"
+    src.write_text("\n".join(GRID) + "\n")
+    assert predict.main([str(src), "--gpu", "h200", "-o", str(out), "--work-groups", "Elementwise=512",
+                         "--label", "third"]) == 0
+    text = out.read_text()
+    comments = [line for line in text.splitlines() if line.startswith("# ")]
+    assert "preset h200" in comments[0] and re.search(r"commit [0-9a-f]{40}", comments[0])
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    assert tuple(rows[0]) == hardware.FIELDS + ("model_us",)
+    # the TMA rows of the compared kernels only (no vendor, no Matrix-Matrix), then the further size
+    assert [(r["size"], r["work_groups"], r["tile"], r["slots"], r["fits"]) for r in rows] == [
+        ("paper", "256", "8192", "7", "yes"), ("paper", "256", "8192", "8", "no"),
+        ("third", "512", "8192", "7", "yes"), ("third", "512", "8192", "8", "no")]
+    # 7 x (2 queues x 16 KiB + an 8-byte barrier) + a 16 KiB output staging tile: the H100's figure (same SM)
+    assert rows[1]["smem_required"] == rows[3]["smem_required"] == "245816" and rows[1]["model_us"] == ""
+    assert rows[0]["time_us"] == "" and rows[0]["bytes"] == "402653184" and rows[2]["bytes"] == ""
+    (res,) = hardware.compare(hardware.read(src), tables.load("h200"))
+    assert float(rows[0]["model_us"]) == pytest.approx(res["points"][0].model_us, abs=0.0005)
+    assert float(rows[2]["model_us"]) > float(rows[0]["model_us"])  # twice the work-groups, twice the bytes
+    with pytest.raises(hardware.HardwareDataError, match="line 1: header"):  # not a measurement file
+        hardware.read(out)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--work-groups", "Foo=3"], "kernel 'Foo'"),
+    (["--work-groups", "0"], "'0': expected a whole number"),
+])
+def test_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, args, says):
+    src, out = tmp_path / "grid.csv", tmp_path / "pred.csv"
+    src.write_text("\n".join(GRID) + "\n")
+    assert predict.main([str(src), "--gpu", "h200", "-o", str(out), *args]) == 2
+    assert says in capsys.readouterr().err and not out.exists()
