@@ -241,20 +241,20 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
           "per us of turnover)")
     print("| size | kernel | row | against | measured | model | residual | sensitivity | turnovers an SM |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for p in tv.pairs(m, gst, rows):
+    for p in tv.pairs(m, rows):
         print(f"| {p['size']} | {p['kernel']} | {p['tile']}/{p['slots']} | {p['tile']}/{p['ref_slots']} | "
               f"{p['measured']:+.2f} | {p['model']:+.2f} | {p['residual']:+.2f} | {p['sensitivity']:.2f} | {p['turns']} |")
     fitted = {}
     for label, sizes in (("all rows", None), ("paper grid", ("paper",)), ("big grid", ("big",))):
         try:
-            fitted[label], used = tv.fit_turnover(m, gst, rows, sizes)
+            fitted[label], used = tv.fit_turnover(m, rows, sizes)
             print(f"fitted on {label}: {fitted[label]:.0f} ns ({len(used)} pairs)")
         except ValueError as e:
             print(f"fitted on {label}: {e}")
     keep = (lambda x: x["fitted_on"].startswith("all but")) if split == "family" else \
         (lambda x: x["fitted_on"].endswith("grid"))
     print("| fitted on | turnover ns | kernel | size | row | measured residual | predicted |\n|---|---|---|---|---|---|---|")
-    for x in tv.cross(m, gst, rows):
+    for x in tv.cross(m, rows):
         if keep(x) and x["predicted"] is not None:
             print(f"| {x['fitted_on']} | {x['turnover_ns']:.0f} | {x['kernel']} | {x['size']} | {x['tile']}/{x['slots']} | "
                   f"{x['measured']:+.2f} | {x['predicted']:+.2f} |")

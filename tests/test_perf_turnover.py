@@ -78,7 +78,7 @@ def params_name(preset: str) -> str:
 @pytest.fixture(scope="module")
 def h100_pairs():
     rows = hw.read(hw.DEFAULT_DATA)
-    return rows, turnover.pairs(H, H100_GST, rows)
+    return rows, turnover.pairs(H, rows)
 
 
 def test_the_pairs_are_occupancy_one_rows_against_a_resident_row_of_their_tile(h100_pairs):
@@ -117,13 +117,29 @@ def test_the_turnover_fitted_on_one_grid_size_does_not_carry_to_the_other(h100_p
     the paper grid's occupancy-1 rows pay is not one per work-group, and the constant is not
     shipped."""
     rows, _ = h100_pairs
-    paper, used = turnover.fit_turnover(H, H100_GST, rows, sizes=("paper",))
-    big, _ = turnover.fit_turnover(H, H100_GST, rows, sizes=("big",))
+    paper, used = turnover.fit_turnover(H, rows, sizes=("paper",))
+    big, _ = turnover.fit_turnover(H, rows, sizes=("big",))
     assert {(p["kernel"], p["tile"], p["slots"]) for p in used} == {
         ("Dot-Product", 8192, 6), ("Dot-Product", 8192, 7), ("Dot-Product", 8192, 8), ("Matrix-Vector", 1024, 8)}
     assert 1000 <= paper <= 1600
     assert big <= 50
     # the paper grid's value, on the big grid: Dot-Product's 248 turnovers an SM are 6x its spread
     # of residuals over slots 5..8 (-35..+32 us), Matrix-Vector's 124 are 6x its residual (+23 us)
-    cross = [x for x in turnover.cross(H, H100_GST, rows) if x["fitted_on"] == "paper grid" and x["predicted"]]
+    cross = [x for x in turnover.cross(H, rows) if x["fitted_on"] == "paper grid" and x["predicted"]]
     assert cross and all(x["predicted"] > 4 * abs(x["measured"]) for x in cross)
+
+
+def test_rounds_extrapolate_and_the_search_bound_holds_with_a_turnover():
+    """A long grid of lone work-groups (Dot-Product 8192, ceil(4,096 / 132) = 32 an SM in turn):
+    the extrapolated rounds equal the full run, each of the 31 turnovers 2 us longer, and the branch and bound's lower bound
+    (which charges no turnover) stays below it."""
+    from quco.perfmodel.bounds import lower_bound
+    work = Work.of(hw.scaled_kernel("Dot-Product", 4096))
+    cfg = Config(8192, (1, 1))
+    m0 = dataclasses.replace(H, lds_bytes=1 << 40)
+    m = dataclasses.replace(m0, turnover=2.0 * H.clock_mhz)
+    fast, exact = simulate(m, work, cfg, max_occupancy=1), simulate(m, work, cfg, max_occupancy=1, exact=True)
+    assert fast.events < exact.events and fast.cycles == pytest.approx(exact.cycles, rel=1e-6)
+    base = simulate(m0, work, cfg, max_occupancy=1, exact=True)
+    assert exact.cycles - base.cycles == pytest.approx((-(-4096 // H.cus) - 1) * m.turnover, rel=1e-6)
+    assert lower_bound(m, work, cfg, max_occupancy=1) <= exact.cycles

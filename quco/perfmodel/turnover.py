@@ -30,8 +30,10 @@ import numpy as np
 from scipy import optimize
 
 from .fit import FAMILIES, _clean, _residency
-from .hardware import COMPARED, Measurement, compare, scaled_kernel
+from .hardware import (COMPARED, Measurement, measured_config, measured_residency, scaled_kernel,
+                       unpipelined_tiles)
 from .params import Machine
+from .search import evaluate
 from .work import Work
 
 PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it is linear above 0)
@@ -41,7 +43,17 @@ def _with(m: Machine, ns: float) -> Machine:
     return dataclasses.replace(m, turnover=ns * m.clock_mhz / 1000.0)
 
 
-def pairs(m: Machine, gst: bytes, rows: list[Measurement], sizes=None, kernels=COMPARED) -> list[dict]:
+def _model_us(m: Machine, work: Work, r: Measurement, flat: set) -> float | None:
+    """The model's time of measured row `r`, as hardware.points gives it (its pipelining depth,
+    its measured residency, the LDS limit lifted); None where it does not fit."""
+    occ = measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
+    if occ < 1:
+        return None
+    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
+    return evaluate(free, work, measured_config(work, r.tile, r.slots), max_occupancy=occ).ns / 1000.0
+
+
+def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> list[dict]:
     """Per (kernel, size, tile) of the TMA rows (outliers left out, fit._clean): every row at which
     one work-group fits an SM and the busiest SM runs two or more, against the row of the same tile
     with the most slots at which two or more fit. {kernel, size, tile, slots, ref_slots, measured
@@ -49,10 +61,7 @@ def pairs(m: Machine, gst: bytes, rows: list[Measurement], sizes=None, kernels=C
     (us of the model's difference per us of turnover), turns (work-groups the busiest SM runs, less 1)}."""
     att = [r for r in _clean(rows) if r.variant == "att" and r.fits and r.tile and r.slots
            and r.kernel in kernels and (sizes is None or r.size in sizes)]
-    at0 = {(c["kernel"], c["size"], c["work_groups"]): {(p.tile, p.slots): p.model_us for p in c["points"]}
-           for c in compare(att, gst, kernels=kernels, m=_with(m, 0.0))}
-    at1 = {(c["kernel"], c["size"], c["work_groups"]): {(p.tile, p.slots): p.model_us for p in c["points"]}
-           for c in compare(att, gst, kernels=kernels, m=_with(m, PROBE_NS))}
+    m0, m1 = _with(m, 0.0), _with(m, PROBE_NS)
     groups: dict = {}
     for r in att:
         groups.setdefault((r.kernel, r.size, r.work_groups), []).append(r)
@@ -60,33 +69,31 @@ def pairs(m: Machine, gst: bytes, rows: list[Measurement], sizes=None, kernels=C
     for (kernel, size, wgs_total), group in groups.items():
         work = Work.of(scaled_kernel(kernel, wgs_total))
         turns = math.ceil(wgs_total / min(m.cus, wgs_total)) - 1
-        if turns < 1 or (kernel, size, wgs_total) not in at0:
+        if turns < 1:
             continue
+        flat = unpipelined_tiles(m, work, group)
         occ = {(r.tile, r.slots): _residency(m, work, r, rows) for r in group}
-        p0, p1 = at0[(kernel, size, wgs_total)], at1[(kernel, size, wgs_total)]
         for r in sorted(group, key=lambda x: (x.tile, x.slots)):
-            if occ[(r.tile, r.slots)] != 1:
-                continue
             refs = [x for x in group if x.tile == r.tile and occ[(x.tile, x.slots)] >= 2]
-            if not refs:
+            if occ[(r.tile, r.slots)] != 1 or not refs:
                 continue
             ref = max(refs, key=lambda x: x.slots)
-            a, b = (r.tile, r.slots), (ref.tile, ref.slots)
-            if p0.get(a) is None or p0.get(b) is None:
+            a0, b0 = _model_us(m0, work, r, flat), _model_us(m0, work, ref, flat)
+            if a0 is None or b0 is None:
                 continue
-            model = p0[a] - p0[b]
-            sens = ((p1[a] - p1[b]) - model) / (PROBE_NS / 1000.0)
+            model = a0 - b0
+            sens = ((_model_us(m1, work, r, flat) - _model_us(m1, work, ref, flat)) - model) / (PROBE_NS / 1000.0)
             out.append({"kernel": kernel, "size": size, "tile": r.tile, "slots": r.slots, "ref_slots": ref.slots,
                         "measured": r.time_us - ref.time_us, "model": model,
                         "residual": r.time_us - ref.time_us - model, "sensitivity": sens, "turns": turns})
     return out
 
 
-def fit_turnover(m: Machine, gst: bytes, rows: list[Measurement], sizes=None, kernels=COMPARED) -> tuple[float, list]:
+def fit_turnover(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> tuple[float, list]:
     """wg_turnover_ns: residual = sensitivity x turnover over `pairs`, non-negative least squares
     through the origin (scipy.optimize.lsq_linear); returns the value (ns) and the pairs that set
     it (those the model is sensitive on). ValueError where no pair is."""
-    used = [p for p in pairs(m, gst, rows, sizes, kernels) if p["sensitivity"] > 1e-9]
+    used = [p for p in pairs(m, rows, sizes, kernels) if p["sensitivity"] > 1e-9]
     if not used:
         raise ValueError("no occupancy-1 row the model's turnover moves, against a row of its tile "
                          "holding two or more work-groups")
@@ -95,11 +102,11 @@ def fit_turnover(m: Machine, gst: bytes, rows: list[Measurement], sizes=None, ke
     return 1000.0 * float(res.x[0]), used
 
 
-def cross(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
+def cross(m: Machine, rows: list[Measurement]) -> list[dict]:
     """The turnover fitted on some rows, predicting the residuals of the others: without each
     kernel family (the others' pairs of both sizes), and on each grid size alone predicting the
     other. {fitted_on, turnover_ns, kernel, size, tile, slots, measured residual, predicted}."""
-    every = pairs(m, gst, rows)
+    every = pairs(m, rows)
     sizes = list(dict.fromkeys(p["size"] for p in every))
     splits = [(f"all but {fam}", {"kernels": tuple(k for k in COMPARED if k not in members)},
                lambda p, members=members: p["kernel"] in members) for fam, members in FAMILIES.items()]
@@ -107,7 +114,7 @@ def cross(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
     out = []
     for label, train, held in splits:
         try:
-            ns, _ = fit_turnover(m, gst, rows, **train)
+            ns, _ = fit_turnover(m, rows, **train)
         except ValueError:
             ns = None
         for p in every:
