@@ -226,6 +226,50 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
               f"{r['model_best_cost_pct']:+.1f}% | {r['median_error_pct']:.1f}% |")
 
 
+def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
+    """wg_turnover_ns (quco/perfmodel/turnover.py; not shipped, the presets carry 0): the pairs
+    that would set it, its fit on each grid size and on all rows, the fit without each kernel
+    family (split "family") or on one grid size (split "size") predicting the held-out pairs, and
+    the issue #29 targets with the paper grid's value against the shipped model."""
+    import dataclasses
+    from quco.perfmodel import hardware as hw, turnover as tv
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    print("\nthe turnover between work-groups (wg_turnover_ns, not shipped): occupancy-1 rows against the row of "
+          "their tile with the most slots that holds two or more (us; sensitivity: us of the model's difference "
+          "per us of turnover)")
+    print("| size | kernel | row | against | measured | model | residual | sensitivity | turnovers an SM |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for p in tv.pairs(m, rows):
+        print(f"| {p['size']} | {p['kernel']} | {p['tile']}/{p['slots']} | {p['tile']}/{p['ref_slots']} | "
+              f"{p['measured']:+.2f} | {p['model']:+.2f} | {p['residual']:+.2f} | {p['sensitivity']:.2f} | {p['turns']} |")
+    fitted = {}
+    for label, sizes in (("all rows", None), ("paper grid", ("paper",)), ("big grid", ("big",))):
+        try:
+            fitted[label], used = tv.fit_turnover(m, rows, sizes)
+            print(f"fitted on {label}: {fitted[label]:.0f} ns ({len(used)} pairs)")
+        except ValueError as e:
+            print(f"fitted on {label}: {e}")
+    keep = (lambda x: x["fitted_on"].startswith("all but")) if split == "family" else \
+        (lambda x: x["fitted_on"].endswith("grid"))
+    print("| fitted on | turnover ns | kernel | size | row | measured residual | predicted |\n|---|---|---|---|---|---|---|")
+    for x in tv.cross(m, rows):
+        if keep(x) and x["predicted"] is not None:
+            print(f"| {x['fitted_on']} | {x['turnover_ns']:.0f} | {x['kernel']} | {x['size']} | {x['tile']}/{x['slots']} | "
+                  f"{x['measured']:+.2f} | {x['predicted']:+.2f} |")
+    if "paper grid" in fitted:
+        t = fitted["paper grid"]
+        with_t = hw.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
+        print(_targets_line(f"with the paper grid's {t:.0f} ns", with_t))
+        print(_targets_line("shipped (0 ns)", hw.compare(rows, gst)))
+        print("| size | kernel | model best, its cost (shipped) | median err (shipped) |\n|---|---|---|---|")
+        for a, b in zip(with_t, hw.compare(rows, gst)):
+            print(f"| {a['size']} | {a['kernel']} | {a['model_best']} {a['model_best_cost_pct']:+.1f}% "
+                  f"({b['model_best']} {b['model_best_cost_pct']:+.1f}%) | {a['median_error_pct']:.1f}% "
+                  f"({b['median_error_pct']:.1f}%) |")
+
+
 def _targets_line(label: str, res: list[dict]) -> str:
     """The issue #29 targets over `res` (compare's summaries): how many meet each."""
     rho = [r["spearman"] for r in res]
@@ -279,8 +323,10 @@ if __name__ == "__main__":
     args = ap.parse_args()
     if args.leave_size_out:
         leave_size_out(args.leave_size_out)
+        turnover_report(args.leave_size_out, "size")
     elif args.hardware:
         hardware_fit(args.hardware)
+        turnover_report(args.hardware, "family")
     elif args.fit:
         fit()
     else:

@@ -40,6 +40,7 @@ RANGES = {
     "lds_reserved_per_wg": (0, 1 << 24, True, "LDS bytes each resident work-group takes beyond its queues"),
     "barrier_bytes": (0, 1 << 16, True, "bytes of one barrier kept in the LDS (0: barriers are a per-CU count)"),
     "dram_stream_cost": (0, 1, False, "DRAM rate lost per concurrent sequential stream, 1 / (1 + cost x streams)"),
+    "wg_turnover_ns": (0, 1_000_000, False, "ns from a work-group's end to the next one's start on its slot (at most 1 ms)"),
 }
 
 

@@ -46,7 +46,7 @@ GPU_FIELDS = {
     "att_issue_cycles": 4, "att_box_rows": 1, "step_instr": 0, "queue_instr": 2, "store_instr": 0,
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
-    "code_on_pools": 1, "stage_instr": 0,
+    "code_on_pools": 1, "stage_instr": 0, "wg_turnover_ns": 0,
 }
 
 
@@ -108,6 +108,8 @@ class Machine:
                                        # per-CU count limits them; 0: barrier_limit per CU
     stage_instr: float = 0.0           # instructions per wavefront a work-group runs once per pipeline
                                        # stage (its deepest queue's slots): setting the stage up and down
+    turnover: float = 0.0              # cycles from a work-group's end to the next one's start on its
+                                       # slot (retire and launch), at the kernel's clock
 
     @property
     def flops_per_cycle(self) -> float:
@@ -155,7 +157,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
         barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
         dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
-        stage_instr=float(d["stage_instr"]))
+        stage_instr=float(d["stage_instr"]), turnover=d["wg_turnover_ns"] * clock / 1000.0)
 
 
 def dram_efficiency(nbytes: float) -> float:

@@ -432,6 +432,8 @@ class Model:
         body = self._work_group_noatt if self.mode == "noatt" else self._work_group_att
         j = 0
         while j < self.share[slot]:  # (shortened when the rounds are found steady)
+            if j and self.m.turnover:  # the slot's last work-group retires, the next is launched
+                yield self.env.timeout(self.m.turnover)
             self.started[slot] = j + 1
             yield from body(slot, j == 0)
             self.finished[j] = max(self.finished.get(j, 0.0), self.env.now)
