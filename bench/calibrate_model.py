@@ -262,7 +262,8 @@ def inflight(path: str) -> None:
         finally:
             params.description = orig
         ok = sum(1 for x in pk if x["gap"] is not None and x["gap"] <= 1.0)
-        gain = lambda by: perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
+        def gain(by: dict) -> float:
+            return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
         per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
         print(f"| {field} | {lines or 'none'} | {ok} | {per} | {max(gain(by) for by in r530.values()):.2f} |")
 

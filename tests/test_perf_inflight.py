@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from quco.gst import tables
-from quco.perfmodel import fit, hardware
+from quco.perfmodel import fit, hardware, model_table
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import STREAMING, Config, Queue, Work
@@ -108,3 +108,13 @@ def test_h100_rows_rule_out_a_limit_below_48_kib_an_sm():
         assert p.model_us == pytest.approx(p.measured_us, rel=0.05)
     assert len(fit.inflight_contradicted(H100, gst, rows, 48 * 1024)) == len(BOUNDING)
     assert fit.inflight_contradicted(H100, gst, rows, 128 * 1024) == []
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"att_inflight_lines": -1}, "[model].att_inflight_lines = -1: out of range 0..1048576"),
+    ({"load_inflight_lines": 2.5}, "[model].load_inflight_lines: 2.5 is a float, not an integer"),
+])
+def test_a_bad_limit_names_the_field_and_its_range(entry, words):
+    with pytest.raises(tables.GstFileError) as e:
+        model_table.check(entry, "my-gpu.toml")
+    assert str(e.value).startswith("my-gpu.toml: ") and words in str(e.value), str(e.value)
