@@ -246,7 +246,8 @@ def inflight(path: str) -> None:
     print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
           f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
-    for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items()):
+    without = [(f"all but {f}", tuple(k for k in hw.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
+    for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items(), *without):
         kib, bad = hwfit.inflight_floor(m, gst, measured, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
