@@ -161,7 +161,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
         barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
         dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
-        stage_instr=float(d["stage_instr"]), 
+        stage_instr=float(d["stage_instr"]),
         att_inflight=float(d["att_inflight_lines"] * g["cache_line_bytes"]),
         load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]))
 
