@@ -9,6 +9,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --fit      # the DRAM_ROW_OVERHEAD_BYTES scan
     .venv/bin/python bench/calibrate_model.py --hardware # the H100 fit and leave-one-family-out
     .venv/bin/python bench/calibrate_model.py --leave-size-out  # the H100 fit on one grid size, the other predicted
+    .venv/bin/python bench/calibrate_model.py --inflight # the per-CU limit on bytes in flight (a few minutes)
 """
 from __future__ import annotations
 
@@ -312,6 +313,47 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
         part = [r for r in held if r["fitted_on"] == size]
         print(_targets_line(f"fitted on {size}, predicting {', '.join(dict.fromkeys(r['size'] for r in part))}", part))
         print(_targets_line("  shipped fit on the same rows", [shipped[(r["kernel"], r["size"])] for r in part]))
+def _with_limits(values: dict):
+    """params.description with [model] fields replaced on every GPU but the H100 (a what-if of
+    this bench only: the presets keep their values)."""
+    orig = params.description
+    params.description = lambda name: {**orig(name), **(values if name != "H100 SXM" else {})}
+    return orig
+
+
+def inflight(path: str) -> None:
+    """The per-CU limit on bytes in flight (issue #29): the H100's measured lower bound on an
+    SM's ATT limit, on all rows and on each kernel family alone (fit.inflight_floor), then the
+    paper side with MGPUSim's L1V limits (32 MSHRs, a 256-entry reorder buffer; lines of 64
+    bytes) put on the ATT's path or on the wavefronts' own loads (NoATT)."""
+    from quco.perfmodel import fit as hwfit, hardware as hw
+    gst = tables.load("h100-sxm")
+    m = machine(tables.unpack(gst))
+    measured = hw.read(path)
+    print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
+          f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
+    print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
+    without = [(f"all but {f}", tuple(k for k in hw.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
+    for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items(), *without):
+        kib, bad = hwfit.inflight_floor(m, gst, measured, kernels=members)
+        where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
+        print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
+    print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
+    print("| path | lines | paper Fine-Tuned within 1% (of 16) | R9 Nano ATT/FT over NoATT/FT, per kernel | "
+          "Radeon 530 best ATT/FT over NoATT/FT |\n|---|---|---|---|---|")
+    for field, lines in (("-", 0), ("att_inflight_lines", 32), ("att_inflight_lines", 256),
+                         ("load_inflight_lines", 32), ("load_inflight_lines", 256)):
+        orig = _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {})})
+        try:
+            pk = picks("r9-nano", False) + picks("mi100", False)
+            r9, r530 = rows("r9-nano", ablations=False), rows("radeon-530", ablations=False)
+        finally:
+            params.description = orig
+        ok = sum(1 for x in pk if x["gap"] is not None and x["gap"] <= 1.0)
+        def gain(by: dict) -> float:
+            return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
+        per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
+        print(f"| {field} | {lines or 'none'} | {ok} | {per} | {max(gain(by) for by in r530.values()):.2f} |")
 
 
 if __name__ == "__main__":
@@ -320,10 +362,14 @@ if __name__ == "__main__":
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--hardware", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
     ap.add_argument("--leave-size-out", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
+    ap.add_argument("--inflight", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="the per-CU limit on bytes in flight: the H100's lower bound, the paper side's what-ifs")
     args = ap.parse_args()
     if args.leave_size_out:
         leave_size_out(args.leave_size_out)
         turnover_report(args.leave_size_out, "size")
+    elif args.inflight:
+        inflight(args.inflight)
     elif args.hardware:
         hardware_fit(args.hardware)
         turnover_report(args.hardware, "family")

@@ -280,6 +280,47 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
     return max(0.0, statistics.median(min(g) for g in gaps.values())), used
 
 
+FLOOR_TOL = 0.05  # a limit contradicts a row when it makes the model this much slower than measured and than without it
+
+
+def inflight_contradicted(m: Machine, gst: bytes, rows: list[Measurement], cap_bytes: float,
+                          kernels=COMPARED) -> list[tuple]:
+    """The TMA rows that an ATT limit of `cap_bytes` in flight per SM contradicts: with it the
+    model is more than FLOOR_TOL slower than the measured time and than the model without a
+    limit. (kernel, size, tile, slots, measured us, model us without, with)."""
+    base = compare(rows, gst, kernels=kernels, m=dataclasses.replace(m, att_inflight=0.0))
+    capped = compare(rows, gst, kernels=kernels, m=dataclasses.replace(m, att_inflight=float(cap_bytes)))
+    out = []
+    for b, c in zip(base, capped):
+        for p0, p1 in zip(b["points"], c["points"]):
+            if p0.model_us is None:
+                continue
+            if p1.model_us > (1 + FLOOR_TOL) * max(p1.measured_us, p0.model_us):
+                out.append((b["kernel"], b["size"], p0.tile, p0.slots, p0.measured_us, p0.model_us, p1.model_us))
+    return out
+
+
+def inflight_floor(m: Machine, gst: bytes, rows: list[Measurement], lo_kib: int = 8, hi_kib: int = 256,
+                   kernels=COMPARED) -> tuple[int, list]:
+    """The measured lower bound on an SM's limit on ATT bytes in flight: the largest limit
+    (KiB, bisected between lo_kib and hi_kib to 4 KiB) that contradicts a measured row
+    (inflight_contradicted: the H100 ran it faster than the limit allows), and those rows.
+    A limit at or below it is ruled out by the measurements; above it none tells."""
+    bad = inflight_contradicted(m, gst, rows, lo_kib * 1024, kernels)
+    if not bad:
+        return 0, []
+    if inflight_contradicted(m, gst, rows, hi_kib * 1024, kernels):
+        raise ValueError(f"a limit of {hi_kib} KiB an SM still contradicts the measurements")
+    while hi_kib - lo_kib > 4:
+        mid = (lo_kib + hi_kib) // 2
+        rows_mid = inflight_contradicted(m, gst, rows, mid * 1024, kernels)
+        if rows_mid:
+            lo_kib, bad = mid, rows_mid
+        else:
+            hi_kib = mid
+    return lo_kib, bad
+
+
 def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
     """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
     stage, stage_used = fit_stage(m, rows, kernels)

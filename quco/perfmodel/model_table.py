@@ -39,6 +39,8 @@ RANGES = {
     "launch_ns": (0, 10_000_000, False, "ns of kernel launch before the first work-group (at most 10 ms)"),
     "lds_reserved_per_wg": (0, 1 << 24, True, "LDS bytes each resident work-group takes beyond its queues"),
     "barrier_bytes": (0, 1 << 16, True, "bytes of one barrier kept in the LDS (0: barriers are a per-CU count)"),
+    "att_inflight_lines": (0, 1 << 20, True, "cache-line requests a CU's ATT may have outstanding (0: no limit)"),
+    "load_inflight_lines": (0, 1 << 20, True, "cache-line requests a CU's own loads (NoATT) may have outstanding (0: no limit)"),
     "dram_stream_cost": (0, 1, False, "DRAM rate lost per concurrent sequential stream, 1 / (1 + cost x streams)"),
     "wg_turnover_ns": (0, 1_000_000, False, "ns from a work-group's end to the next one's start on its slot (at most 1 ms)"),
 }

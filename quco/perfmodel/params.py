@@ -47,6 +47,7 @@ GPU_FIELDS = {
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
     "code_on_pools": 1, "stage_instr": 0, "wg_turnover_ns": 0,
+    "att_inflight_lines": 0, "load_inflight_lines": 0,
 }
 
 
@@ -110,6 +111,11 @@ class Machine:
                                        # stage (its deepest queue's slots): setting the stage up and down
     turnover: float = 0.0              # cycles from a work-group's end to the next one's start on its
                                        # slot (retire and launch), at the kernel's clock
+    att_inflight: float = 0.0          # > 0: bytes the CU's ATT may have requested and not yet received
+                                       # (its outstanding cache-line requests x the line); past it the
+                                       # unit waits until earlier bytes are in (sim.Model._admit)
+    load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
+                                       #   through the CU's vector memory path (L1, its MSHRs)
 
     @property
     def flops_per_cycle(self) -> float:
@@ -157,7 +163,9 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         launch=d["launch_ns"] * clock / 1000.0, lds_reserved=d["lds_reserved_per_wg"],
         barrier_bytes=d["barrier_bytes"], dep_instr=float(d["dep_instr_cycles"]),
         dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
-        stage_instr=float(d["stage_instr"]), turnover=d["wg_turnover_ns"] * clock / 1000.0)
+        stage_instr=float(d["stage_instr"]), turnover=d["wg_turnover_ns"] * clock / 1000.0,
+        att_inflight=float(d["att_inflight_lines"] * g["cache_line_bytes"]),
+        load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

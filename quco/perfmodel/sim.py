@@ -199,6 +199,12 @@ class Model:
         # server's time (the FIFO multi-server recursion), no queue of events needed
         self.simd = [0.0] * capacity if self.occ > capacity else None
         self.att_free = 0.0   # the CU's ATT unit, busy m.att_issue per descriptor
+        # the CU's limit on bytes in flight on the path this mode's loads take (the ATT's, or the
+        # vector memory path of the wavefronts' own loads), and its outstanding requests: (arrival,
+        # bytes) of the transfers issued and not yet in, earliest first, and their bytes
+        self.inflight_cap = m.load_inflight if mode == "noatt" else m.att_inflight
+        self.pending: list = []
+        self.pending_bytes = self.admitted = 0.0
         # a step stores its results when its share of them is at least a cache line (streaming
         # kernels); a reduction writes once at the end, spread thin over the steps
         self.stores = 1 if self.out_per_step >= m.cache_line else 0
@@ -251,12 +257,40 @@ class Model:
         return out
 
     # ---------------------------------------------------------------- shared resources
-    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> float:
-        """A tile's bytes through the CU's memory servers after its round trip; when it is in."""
+    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> tuple[float, float]:
+        """A tile's bytes through the CU's memory servers after its round trip: (when its last
+        request left the CU, when its last byte is in). Under a limit on bytes in flight
+        (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
+        part once the earlier ones leave room (_admit)."""
         lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
-        return self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
+        cap = self.inflight_cap
+        if not cap:
+            return issue, self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
+        done, left = issue, nbytes
+        while left > 0:
+            part = min(left, cap)
+            issue = self._admit(part, issue)
+            arrival = self.pipes.transfer(part, hit, issue + lat, self.request_bytes)
+            heapq.heappush(self.pending, (arrival, part))
+            self.pending_bytes += part
+            done, left = max(done, arrival), left - part
+        return issue, done
+
+    def _admit(self, nbytes: float, t: float) -> float:
+        """When a request of `nbytes` (at most the limit) made at `t` may leave the CU: the CU
+        tracks each outstanding cache-line request in an entry (an MSHR, a reorder-buffer slot),
+        inflight_cap's worth at most, so past it requests wait, in the order made, until
+        earlier transfers are in and free theirs, earliest first."""
+        pending = self.pending
+        t = max(t, self.admitted)  # in order: a request does not overtake one held before it
+        while pending and (pending[0][0] <= t or self.pending_bytes + nbytes > self.inflight_cap):
+            done, b = heapq.heappop(pending)
+            self.pending_bytes -= b
+            t = max(t, done)
+        self.admitted = t
+        return t
 
     def _span(self, slot: int, kind: str, name, begin: float, end: float) -> None:
         """A span of the trace (only when tracing: names are built then); `name` may be a
@@ -289,8 +323,10 @@ class Model:
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
-        self.att_free = max(now, self.att_free) + self.att_cost[g.first]
-        done = self._fetch(nbytes, hit, self.att_free, self.m.lat_att)
+        # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
+        # behind it, until earlier tiles are in (_admit)
+        self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first],
+                                          self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
         if self.tracing:
@@ -415,7 +451,8 @@ class Model:
             staging = 2 * math.ceil(step_bytes / per_instr) * self.m.wave_instr / self.active_pools
             yield from self._compute(slot, k, staging)
             issue = env.now
-            done = max(self._fetch(b, h, issue, 0.0) for b, h in parts)
+            # each load waits for room under the CU's limit on bytes in flight (_admit)
+            done = max(self._fetch(b, h, issue, 0.0)[1] for b, h in parts)
             self.transfers += 1
             self.latency_sum += done - issue
             yield env.timeout(done - env.now)
