@@ -18,7 +18,7 @@ from conftest import MM_KERNEL, clean_error
 from quco import examples
 from quco.cli import run as cli_run
 from quco.cli.fuzz_files import run_cli as _run_cli
-from quco.perfmodel import search, sim
+from quco.perfmodel import sim
 from quco.util import parallel
 
 # A command that hangs is stopped after HANG_S: a bound for a hang, not for a slow machine (every
@@ -43,12 +43,12 @@ def write(folder, doc, name="w.json"):
 
 
 @pytest.fixture
-def no_work_ran(monkeypatch):
+def no_work_ran(monkeypatch, fresh_evaluations):
     """The calls a command made into the performance model's sweep and simulation: a refusal
     "up front" or "at once" leaves both lists empty (events, not seconds)."""
     calls = {"sweep": [], "simulation": []}
     real_run, real_init = parallel.run, sim.Environment.__init__
-    search.evaluate.cache_clear()  # an earlier test's evaluations would answer without simulating
+    # fresh_evaluations: an earlier test's evaluations would answer without simulating
 
     def counted_run(fn, tasks, *a, **kw):
         calls["sweep"].append(len(list(tasks)))
