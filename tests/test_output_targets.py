@@ -151,28 +151,27 @@ def run_as(uid: int, cases: list[dict]) -> dict:
 
 USERS = [pytest.param(0, id="root", marks=pytest.mark.skipif(not ROOT, reason="the root case needs root (CI runs as root)")),
          pytest.param(pwd.getpwnam("nobody").pw_uid if ROOT else os.geteuid(), id="non-root")]
+NOBODY = pwd.getpwnam("nobody").pw_uid
 
 
-@pytest.fixture
-def shared_folder():
+def shared_folder() -> Path:
     """A folder the unprivileged child can use (pytest's tmp_path is root's own, mode 0700)."""
     folder = Path(tempfile.mkdtemp(prefix="quco-targets-"))
     os.chmod(folder, 0o755)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=False)
+    return folder
 
 
-@pytest.mark.parametrize("uid", USERS)
-def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
+def writing_cases(top: Path, uid: int):
+    """Every writing command on every kind of target: the cases and where each writes."""
     if not ROOT and "chardev" in KINDS:
         kinds = [k for k in KINDS if k != "chardev"]  # mknod needs root; CI (root) runs it
     else:
         kinds = list(KINDS)
-    model = onnx_model(shared_folder)
+    model = onnx_model(top)
     cases, where = [], {}
     for command, (argv, suffix) in COMMANDS.items():
         for kind in kinds:
-            folder = shared_folder / f"{command.split()[0]}-{command.split()[-1].strip('-')}-{kind}"
+            folder = top / f"{command.split()[0]}-{command.split()[-1].strip('-')}-{kind}"
             folder.mkdir()
             path = make_target(folder, kind, suffix)
             if uid:
@@ -181,7 +180,86 @@ def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
             where[name] = (folder, path, kind)
             cases.append({"case": name, "fifo": kind == "fifo", "path": str(path),
                           "argv": [a.replace("{o}", str(path)).replace("{onnx}", model) for a in argv]})
-    results = run_as(uid, cases)
+    return cases, where
+
+
+def plot_cases(top: Path, uid: int):
+    """--plot on each kind of target, with the exit code each must give."""
+    kinds = {"missing": 0, "folder": 0, "symlink": 0, "regular": 2, "fifo": 2} | ({"chardev": 2} if ROOT else {})
+    cases, where = [], {}
+    for command in ("run", "evaluate"):
+        for kind, code in kinds.items():
+            folder = top / f"{command}-plot-{kind}"
+            folder.mkdir()
+            if kind == "symlink":
+                (folder / "real").mkdir()
+                path = folder / "figs"
+                path.symlink_to("real")
+            else:
+                path = make_target(folder, "folder" if kind == "folder" else kind, "") if kind != "missing" \
+                    else folder / "figs"
+            if uid:
+                subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(folder)], check=True)
+            argv = (["run", WORKLOAD, "--no-baselines", "--plot", str(path)] if command == "run" else
+                    ["evaluate", str(MM_KERNEL), *FAST_EVAL, "--plot", str(path)])
+            if command == "evaluate" and code == 0 and kind != "missing":
+                continue  # figures are slow to draw; the missing case draws them once
+            where[f"{command} {kind}"] = (path, kind, code)
+            cases.append({"case": f"{command} {kind}", "fifo": False, "path": str(path), "argv": argv})
+    return cases, where
+
+
+def read_only_case(top: Path):
+    """A read-only file of the unprivileged user's, in a folder of theirs."""
+    path = top / "t.gst"
+    path.write_bytes(OLD)
+    os.chmod(path, 0o444)
+    os.chown(top, NOBODY, NOBODY)
+    os.chown(path, NOBODY, NOBODY)
+    return [{"case": "ro", "fifo": False, "path": str(path), "argv": ["gst", "pack", "r9-nano", "-o", str(path)]}], path
+
+
+def locked_case(top: Path):
+    """An output in a folder of root's the unprivileged user may not create files in."""
+    locked = top / "locked"
+    locked.mkdir(mode=0o755)
+    return [{"case": "locked", "fifo": False, "path": str(locked / "t.json"),
+             "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}], locked
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """outcomes(uid) -> {group: (results, where)}: every case of this module's tests that runs
+    as `uid` (each writing command on each kind of target, --plot on each kind, and as the
+    unprivileged user the read-only file and the locked folder), run in one child for that
+    user. A child pays the package's imports and the commands' first runs (about 2 s, the
+    Matrix-Matrix evaluation most of it): one per user rather than one per test. Each case
+    has its own folder, so what one case leaves is no other's to see."""
+    done, tops = {}, []
+
+    def get(uid: int) -> dict:
+        if uid not in done:
+            top = shared_folder()
+            tops.append(top)
+            groups = {}
+            for group, make in (("writing", writing_cases), ("plot", plot_cases)):
+                (top / group).mkdir(mode=0o755)
+                groups[group] = make(top / group, uid)
+            if ROOT and uid == NOBODY:
+                for group, make in (("ro", read_only_case), ("locked", locked_case)):
+                    (top / group).mkdir(mode=0o755)
+                    groups[group] = make(top / group)
+            results = run_as(uid, [c for cases, _ in groups.values() for c in cases])
+            done[uid] = {group: (results, where) for group, (_, where) in groups.items()}
+        return done[uid]
+    yield get
+    for top in tops:
+        subprocess.run(["rm", "-rf", str(top)], check=False)
+
+
+@pytest.mark.parametrize("uid", USERS)
+def test_every_writing_command_on_every_kind_of_target(uid, outcomes):
+    results, where = outcomes(uid)["writing"]
     for name, (folder, path, kind) in where.items():
         r = results[name]
         assert "Traceback" not in r["err"], (name, r["err"])
@@ -208,31 +286,10 @@ def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
 
 
 @pytest.mark.parametrize("uid", USERS)
-def test_plot_folders_by_kind(uid, shared_folder):
+def test_plot_folders_by_kind(uid, outcomes):
     """--plot takes a folder: missing (created), a folder or a link to one; a file, FIFO or
     device is refused before the run, naming it."""
-    kinds = {"missing": 0, "folder": 0, "symlink": 0, "regular": 2, "fifo": 2} | ({"chardev": 2} if ROOT else {})
-    cases, where = [], {}
-    for command in ("run", "evaluate"):
-        for kind, code in kinds.items():
-            folder = shared_folder / f"{command}-plot-{kind}"
-            folder.mkdir()
-            if kind == "symlink":
-                (folder / "real").mkdir()
-                path = folder / "figs"
-                path.symlink_to("real")
-            else:
-                path = make_target(folder, "folder" if kind == "folder" else kind, "") if kind != "missing" \
-                    else folder / "figs"
-            if uid:
-                subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(folder)], check=True)
-            argv = (["run", WORKLOAD, "--no-baselines", "--plot", str(path)] if command == "run" else
-                    ["evaluate", str(MM_KERNEL), *FAST_EVAL, "--plot", str(path)])
-            if command == "evaluate" and code == 0 and kind != "missing":
-                continue  # figures are slow to draw; the missing case draws them once
-            where[f"{command} {kind}"] = (path, kind, code)
-            cases.append({"case": f"{command} {kind}", "fifo": False, "path": str(path), "argv": argv})
-    results = run_as(uid, cases)
+    results, where = outcomes(uid)["plot"]
     for name, (path, kind, code) in where.items():
         r = results[name]
         assert r["code"] == code and "Traceback" not in r["err"], (name, r)
@@ -288,27 +345,19 @@ def test_a_fifo_without_a_reader_is_refused_in_bounded_time(tmp_path, monkeypatc
 
 
 @pytest.mark.skipif(not ROOT, reason="a read-only file is writable by root; the check is for other users")
-def test_a_read_only_file_is_not_replaced_by_another_user(shared_folder):
+def test_a_read_only_file_is_not_replaced_by_another_user(outcomes):
     """As with `>` in a shell: a file its owner made read-only is refused, though the folder
     would allow a rename over it."""
-    nobody = pwd.getpwnam("nobody").pw_uid
-    path = shared_folder / "t.gst"
-    path.write_bytes(OLD)
-    os.chmod(path, 0o444)
-    os.chown(shared_folder, nobody, nobody)
-    os.chown(path, nobody, nobody)
-    r = run_as(nobody, [{"case": "ro", "fifo": False, "path": str(path), "argv": ["gst", "pack", "r9-nano", "-o", str(path)]}])["ro"]
+    results, path = outcomes(NOBODY)["ro"]
+    r = results["ro"]
     assert r["code"] == 2 and "read-only" in r["err"] and path.read_bytes() == OLD
 
 
 @pytest.mark.skipif(not ROOT, reason="needs root to make a folder the unprivileged user cannot write")
-def test_a_folder_the_user_cannot_write_is_refused_up_front(shared_folder):
+def test_a_folder_the_user_cannot_write_is_refused_up_front(outcomes):
     """Before any work: the temporary file could not be made there."""
-    nobody = pwd.getpwnam("nobody").pw_uid
-    locked = shared_folder / "locked"
-    locked.mkdir(mode=0o755)  # root's: nobody may not create files in it
-    r = run_as(nobody, [{"case": "locked", "fifo": False, "path": str(locked / "t.json"),
-                         "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}])["locked"]
+    results, locked = outcomes(NOBODY)["locked"]
+    r = results["locked"]
     assert r["code"] == 2 and "Permission denied (the folder" in r["err"] and r["out"] == "", r
     assert list(locked.iterdir()) == []
 
