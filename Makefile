@@ -37,7 +37,7 @@ GENERATED := $(FW)/include/quco_abi.h $(FW)/regions.ld docs/abi-tables.md
 # codegen also writes the launch record's bounds into the kernel schema (the firmware does not read it)
 CODEGEN := $(GENERATED) quco/kernel/kernel.schema.json
 
-.PHONY: all firmware toolchain gdb cc venv venv-test demo test bench fuzz clean
+.PHONY: all firmware toolchain gdb cc venv venv-test demo test test-all bench fuzz clean
 all: firmware
 
 toolchain:
@@ -98,8 +98,13 @@ $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard $(FW
 demo: venv firmware
 	$(BIN)/quco-emu launch quco/examples/kernels/matrix-matrix.json
 
-# lint first (pyproject.toml: the rules and why), then the suite
+# lint first (pyproject.toml: the rules and why), then the suite; tests marked slow (their depth
+# needs the time, docs/testing.md "Tiers") only in test-all
 test: venv-test firmware gdb
+	$(BIN)/ruff check --quiet .
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: venv-test firmware gdb
 	$(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest -q
 
