@@ -373,8 +373,13 @@ def test_signals_end_evaluate_and_its_workers(sig, code, word, group, moment):
     assert alive(p.pid) == []
 
 
-def test_evaluate_writes_csv_to_stdout():
-    done = subprocess.run(CLI + FAST_EVAL + ["--workers", "1", "--out", "/dev/stdout"], capture_output=True, timeout=120)
-    lines = done.stdout.decode().splitlines()
-    assert done.returncode == 0 and lines[0].startswith("gpu,kernel,case,") and len(lines) == 8, done.stderr
-    assert b"wrote /dev/stdout (7 rows)" in done.stderr
+def test_evaluate_writes_csv_to_stdout(capfdbinary):
+    # In this process: /dev/stdout is descriptor 1, which capfd captures together with whatever
+    # else reaches stdout (sys.stdout too). The same contract in a real process, its exit code and
+    # its own stdout: test_output_targets.py's test_output_to_stdout_is_the_file_alone.
+    from quco.cli.main import main
+    assert main(FAST_EVAL + ["--workers", "1", "--out", "/dev/stdout"]) == 0
+    out, err = capfdbinary.readouterr()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("gpu,kernel,case,") and len(lines) == 8, (out, err)
+    assert b"wrote /dev/stdout (7 rows)" in err
