@@ -37,7 +37,7 @@ GENERATED := $(FW)/include/quco_abi.h $(FW)/regions.ld docs/abi-tables.md
 # codegen also writes the launch record's bounds into the kernel schema (the firmware does not read it)
 CODEGEN := $(GENERATED) quco/kernel/kernel.schema.json
 
-.PHONY: all firmware toolchain gdb cc venv venv-test demo test bench fuzz clean
+.PHONY: all firmware toolchain gdb cc venv venv-test demo test test-all bench fuzz clean
 all: firmware
 
 toolchain:
@@ -69,9 +69,9 @@ $(VENV)/.installed: pyproject.toml setup.py quco/emulator/_fastcount.c | cc
 	@rm -f $(VENV)/.installed-test
 	touch $@
 
-# the test runner, the linter and what only tests use (pytest, ruff, hypothesis, onnx, onnxruntime, pyarrow)
+# the test runner, the linter and what only tests use (pytest, pytest-xdist, ruff, hypothesis, onnx, onnxruntime, pyarrow)
 $(VENV)/.installed-test: $(VENV)/.installed
-	@echo "pip: installing the [test] extra into $(VENV) (pytest, ruff, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
+	@echo "pip: installing the [test] extra into $(VENV) (pytest, pytest-xdist, ruff, hypothesis, onnx, onnxruntime, sympy, pyarrow)"
 	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
@@ -98,10 +98,17 @@ $(ELF) $(BUILD)/quco.bin $(BUILD)/quco.dump &: $(FW_SRC) $(CRT0) $(wildcard $(FW
 demo: venv firmware
 	$(BIN)/quco-emu launch quco/examples/kernels/matrix-matrix.json
 
-# lint first (pyproject.toml: the rules and why), then the suite
+# lint first (pyproject.toml: the rules and why), then the suite on two processes (pytest-xdist,
+# CI's 2 cores; a file's tests stay in one process, so its module fixtures are set up once);
+# tests marked slow (their depth needs the time, docs/testing.md "Tiers") only in test-all
+PYTEST_PARALLEL := -n 2 --dist loadfile
 test: venv-test firmware gdb
 	$(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
+
+test-all: venv-test firmware gdb
+	$(BIN)/ruff check --quiet .
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 bench: venv firmware
 	$(BIN)/python bench/bench.py

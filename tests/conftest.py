@@ -1,3 +1,4 @@
+import functools
 import itertools
 import os
 import shutil
@@ -84,3 +85,18 @@ def clean_error(o, code=2, *words):
     assert o.out == "" and "Traceback" not in o.err and not o.leaked_control(), o.err
     for w in words:
         assert w in o.err, f"{w!r} not in {o.err!r}"
+
+
+@pytest.fixture
+def fresh_evaluations(monkeypatch):
+    """search.evaluate with an empty cache of its own for this test, for a test that counts
+    simulations (cache_info().misses, sim.Environment) or must see them run. The session's
+    cache is put back afterwards, not cleared: every later test would simulate again what
+    earlier ones had (about 4,000 simulations, 7 s of the suite). evaluate is a pure function
+    of its key (perfmodel/search.py), so a later test answered from that cache checks the same
+    numbers. hardware.py holds evaluate under its own name: both are replaced."""
+    from quco.perfmodel import hardware, search
+    fresh = functools.lru_cache(maxsize=search.evaluate.cache_parameters()["maxsize"])(search.evaluate.__wrapped__)
+    for module in (search, hardware):
+        monkeypatch.setattr(module, "evaluate", fresh)
+    return fresh

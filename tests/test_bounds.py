@@ -91,14 +91,13 @@ def test_the_pruned_search_ranks_what_it_is_asked_for_as_the_whole_one(gpu, path
     assert within.evaluations >= pruned.evaluations
 
 
-def test_the_bound_skips_the_costliest_configurations_of_a_large_grid_search():
+def test_the_bound_skips_the_costliest_configurations_of_a_large_grid_search(fresh_evaluations):
     """Elementwise on the H100 at 32,768 work-groups: for the best alone, the search skips
     every configuration of the three smallest tiles (the most steps, the costliest to
     simulate; issue-bound on the H100) and evaluates only the others."""
     g = tables.unpack(tables.load("h100-sxm"))
     m = machine(g)
     work = Work.of(hardware.scaled_kernel("Elementwise", 32768))
-    search.evaluate.cache_clear()
     res = space.search_space(m, g, work, top=1)
     assert res.searched == 63 and res.skipped == 3 * 8
     assert {r.config.tile for r in res.ranked} == {512, 1024, 2048, 4096, 8192}

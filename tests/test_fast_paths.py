@@ -141,13 +141,31 @@ def no_cache(record: bytes) -> bytes:
     return record[:at] + abi.FLAG_NO_CACHE.to_bytes(4, "little") + record[at + 4:]
 
 
-@pytest.mark.parametrize("gpu", ["r9-nano", "mi100"])  # the calibration GPUs
-def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
+# The slow side of a test below is the same for the C and the Python hooks: the Recorder's Soc
+# is uncounted (it installs neither kind) and its record and counts depend only on the image,
+# the GST, the records and the profile. Worked out once per test and GPU, shared by the two
+# hook kinds (the slow computation is most of these tests' time).
+@functools.lru_cache(maxsize=None)
+def slow_steps(elf_path, gpu: str):
+    """(records, [(answer, events) of the boot and of each launch]) on the slow Recorder."""
     image, gst = elf.load(elf_path), tables.load(gpu)
     kernels = [load_kernel(EXAMPLES_DIR / f"{k}.json") for k in ("matrix-matrix", "matrix-vector", "dot-product")]
     records = [r for k in kernels for r in (k.record(), k.record(), no_cache(k.record()))]  # cold, cached, uncached
     slow = Recorder(image, gst)
-    steps = [slow.step(slow.soc.boot)] + [slow.step(lambda r=r: slow.soc.launch(r)) for r in records]
+    return records, [slow.step(slow.soc.boot)] + [slow.step(lambda r=r: slow.soc.launch(r)) for r in records]
+
+
+@functools.lru_cache(maxsize=None)
+def slow_counts(elf_path, gpu: str, profile: str) -> list[tuple[int, int]]:
+    """slow_count of each step of slow_steps(elf_path, gpu) under `profile`."""
+    prof = timing.load_profile(profile)
+    return [slow_count(events, prof, i == 0) for i, (_, events) in enumerate(slow_steps(elf_path, gpu)[1])]
+
+
+@pytest.mark.parametrize("gpu", ["r9-nano", "mi100"])  # the calibration GPUs
+def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
+    image, gst = elf.load(elf_path), tables.load(gpu)
+    records, steps = slow_steps(elf_path, gpu)
     uncounted = soc.Soc(image, gst, count=False, wall_budget=UNCOUNTED_WALL_S)
     uncounted.boot()
     for profile in PROFILES:
@@ -155,8 +173,8 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
         fast, dev = soc.Soc(image, gst, profile=profile), Device(gst, elf_path, profile=profile)
         assert (fast._fast is not None) == (hooks == "C hooks")
         runs = [(fast.boot(), dev.boot_cost)] + [(fast.launch(r), dev.launch(r)) for r in records]
-        for i, ((fast_step, dev_run), (slow_step, events)) in enumerate(zip(runs, steps)):
-            expected = slow_count(events, prof, i == 0)
+        for i, ((fast_step, dev_run), (slow_step, _), expected) in enumerate(
+                zip(runs, steps, slow_counts(elf_path, gpu, profile))):
             assert (fast_step.instructions, fast_step.cycles) == expected, (profile, i)
             assert fast_step.answer == slow_step.answer, (profile, i)
             cost = dev_run if i == 0 else dev_run.cost
@@ -171,13 +189,12 @@ def test_firmware_counts_equal_the_slow_computation(elf_path, gpu, hooks):
             # launches' FDIVs: the counts above are exact with it
             assert fast._fast.memo, profile
     metered = soc.Soc(image, gst, profile="cv32e40p", count_memory=True)  # with the access-counting hooks too
-    prof = timing.load_profile("cv32e40p")
-    assert (metered.boot().cycles, metered.launch(records[0]).cycles) == (
-        slow_count(steps[0][1], prof, True)[1], slow_count(steps[1][1], prof, False)[1])
+    expected = slow_counts(elf_path, gpu, "cv32e40p")
+    assert (metered.boot().cycles, metered.launch(records[0]).cycles) == (expected[0][1], expected[1][1])
     counted = soc.Soc(image, gst)  # instruction counts only
-    assert counted.boot().instructions == slow_count(steps[0][1], prof, True)[0]
-    for r, (_, events) in zip(records, steps[1:]):
-        assert counted.launch(r).instructions == slow_count(events, prof, False)[0]
+    assert counted.boot().instructions == expected[0][0]
+    for r, (n, _) in zip(records, expected[1:]):
+        assert counted.launch(r).instructions == n
     for r, (slow_step, _) in zip(records, steps[1:]):  # the uncounted mode answers alike
         assert uncounted.launch(r).answer == slow_step.answer
 
@@ -373,14 +390,19 @@ def test_the_budget_is_exact_on_warm_blocks(elf_path, hooks, profile):
             s.launch(record)  # warm again
     assert [o[0] for o in outcomes] == [n, None, None, None, n, n]
     # the stopping instruction, from a Soc that counts every instruction from its start
-    slow = []
-    for budget in stops:
-        ref = Recorder(elf.load(elf_path), tables.load("r9-nano"))
-        ref.soc.boot()
-        ref.events.clear()
-        ref.soc.ring(record)
-        ref.soc.uc.ctl_flush_tb()  # every block translated under the limit
-        ref.soc.uc.emu_start(ref.soc.pc, soc.STOP_ADDRESS, count=budget)
-        slow.append(ref.soc._read_pc())
-        assert sum(e[0] == "insn" for e in ref.events) == budget
-    assert [o[1] for o in outcomes[1:4]] == slow
+    assert [o[1] for o in outcomes[1:4]] == [slow_stop(elf_path, record, budget) for budget in stops]
+
+
+@functools.lru_cache(maxsize=None)
+def slow_stop(elf_path, record: bytes, budget: int) -> int:
+    """The pc where Unicorn's instruction limit alone stops `record` after `budget`
+    instructions, on an uncounted Recorder (no counting hooks: the same for either hook kind
+    and any profile, so worked out once per budget)."""
+    ref = Recorder(elf.load(elf_path), tables.load("r9-nano"))
+    ref.soc.boot()
+    ref.events.clear()
+    ref.soc.ring(record)
+    ref.soc.uc.ctl_flush_tb()  # every block translated under the limit
+    ref.soc.uc.emu_start(ref.soc.pc, soc.STOP_ADDRESS, count=budget)
+    assert sum(e[0] == "insn" for e in ref.events) == budget
+    return ref.soc._read_pc()

@@ -171,6 +171,10 @@ def frame(payload: bytes) -> bytes:
 class Client:
     def __init__(self, port):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        # as GDB's own remote socket does (ser-tcp.c): without it Nagle's algorithm holds each
+        # small packet sent after an unacknowledged one until the stub's delayed ACK, ~40 ms an
+        # exchange, time the stub spends waiting and the tests nothing
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
 
     def raw(self, data: bytes):

@@ -221,6 +221,7 @@ def test_answers_reused_are_the_answers_the_unit_gives(monkeypatch):
     assert any(not s.cache_hit for s in fast[1:])
 
 
+@pytest.mark.slow  # 4 s: 100,000 layers are expanded, checked and run one by one (docs/testing.md, Tiers)
 def test_100000_layers_by_repeat_run_in_few_launches(tmp_path, monkeypatch):
     calls = _count_launches(monkeypatch)
     w = write(tmp_path, {"name": "w", "layers": [{"name": "fc", "gemm": {"m": 64, "k": 64, "n": 64},

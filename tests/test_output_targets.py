@@ -69,42 +69,67 @@ def onnx_model(folder: Path) -> str:
 
 
 # The child: runs every case in one process (imports paid once), a reader thread on each FIFO,
-# and prints [{case, code, out, err, fifo_bytes}] as JSON.
+# and prints {uid: [{case, code, out, err, fifo_bytes}]} as JSON. Its own user's cases first
+# (root's under `make test`: every command then has run once, every module it imports is
+# loaded); then, for another user, a fork that drops to that user and runs theirs, so the
+# unprivileged cases do not pay the imports and the commands' first runs again.
 CHILD = r"""
 import json, os, sys, threading
-uid, staged = int(sys.argv[1]), sys.argv[2]
+staged = sys.argv[1]
 if staged:  # the package's copy the unprivileged user can read (run_as)
     sys.path.insert(0, staged)
 from quco.cli.fuzz_files import run_cli
 import quco.gst.tables
 assert not staged or quco.gst.tables.__file__.startswith(staged + "/"), quco.gst.tables.__file__
-cases, warm = json.loads(sys.stdin.read())
-if uid:
-    # Python and the venv may live under /root (mode 0700, as here and in a clone there): run
-    # each command once as root, so every module it imports is loaded, then drop to the
-    # unprivileged user for the cases
-    for argv in warm:
-        run_cli(argv, timeout=60)
-    os.setgroups([]); os.setgid(uid); os.setuid(uid)
-results = []
-for case in cases:
-    got = []
-    reader = None
-    if case["fifo"]:
-        def read(path=case["path"]):
-            with open(path, "rb") as f:
-                got.append(f.read())
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-    o = run_cli(case["argv"], timeout=60)
-    if reader:
-        reader.join(1)
-        if reader.is_alive():  # the command never opened the FIFO: release the reader
-            os.close(os.open(case["path"], os.O_WRONLY | os.O_NONBLOCK))
-            reader.join(5)
-    results.append({"case": case["case"], "kind": o.kind, "code": o.code, "out": o.out, "err": o.err + o.trace,
-                    "fifo_bytes": len(got[0]) if got else None})
-print(json.dumps(results))
+runs = json.loads(sys.stdin.read())
+
+
+def run_cases(cases):
+    results = []
+    for case in cases:
+        got = []
+        reader = None
+        if case["fifo"]:
+            def read(path=case["path"]):
+                with open(path, "rb") as f:
+                    got.append(f.read())
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+        o = run_cli(case["argv"], timeout=60)
+        if reader:
+            reader.join(1)
+            if reader.is_alive():  # the command never opened the FIFO: release the reader
+                os.close(os.open(case["path"], os.O_WRONLY | os.O_NONBLOCK))
+                reader.join(5)
+        results.append({"case": case["case"], "kind": o.kind, "code": o.code, "out": o.out, "err": o.err + o.trace,
+                        "fifo_bytes": len(got[0]) if got else None})
+    return results
+
+
+out = {}
+for uid, cases in runs:
+    if uid == os.geteuid():
+        out[uid] = run_cases(cases)
+        continue
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the unprivileged user's process
+        os.close(read_end)
+        try:
+            os.setgroups([]); os.setgid(uid); os.setuid(uid)
+            data = json.dumps(run_cases(cases))
+        except BaseException as e:  # said in the parent's output, the test fails on it
+            data = json.dumps({"error": repr(e)})
+        with os.fdopen(write_end, "w") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:
+        data = json.loads(f.read())
+    os.waitpid(pid, 0)
+    assert isinstance(data, list), data
+    out[uid] = data
+print(json.dumps(out))
 """
 
 
@@ -122,57 +147,50 @@ def stage_package(folder: Path) -> Path:
     return folder
 
 
-def run_as(uid: int, cases: list[dict]) -> dict:
-    """Run the cases in one child as `uid`. An unprivileged child runs the package from a
-    copy it can read (stage_package), the checkout's example files in the cases' command
-    lines replaced by theirs; the code, and so what the cases check, is the checkout's."""
-    warm = tempfile.mkdtemp(prefix="quco-warm-")
+def run_as(runs: list[tuple[int, list[dict]]]) -> dict:
+    """Run each user's cases, [(uid, cases)] with this process's own user first, in one child
+    (CHILD); {uid: {case: result}}. Where another user runs, the child runs the package from a
+    copy every user can read (stage_package), the checkout's example files in the cases'
+    command lines replaced by the copy's; the code, and so what the cases check, is the
+    checkout's."""
     staged = ""
-    if uid:
+    if any(uid != os.geteuid() for uid, _ in runs):
         staged = str(stage_package(Path(tempfile.mkdtemp(prefix="quco-staged-"))))
         to_staged = lambda a: a.replace(f"{CHECKOUT}/", f"{staged}/")  # noqa: E731
-        cases = [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]
-    firsts = {}
-    for i, c in enumerate(cases):  # each command once, into a folder of root's
-        argv = c["argv"]
-        key = tuple(a for a in argv if not a.startswith("/"))
-        firsts.setdefault(key, [a if a != c["path"] else os.path.join(warm, f"{i}{Path(a).suffix}") for a in argv])
+        runs = [(uid, [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]) for uid, cases in runs]
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, str(uid), staged],
-                              input=json.dumps([cases, list(firsts.values())]), capture_output=True,
+        done = subprocess.run([sys.executable, "-c", CHILD, staged], input=json.dumps(runs), capture_output=True,
                               text=True, timeout=600, env={**os.environ, "HOME": "/tmp"})
     finally:
-        for folder in (warm, staged):
-            if folder:
-                shutil.rmtree(folder, ignore_errors=True)
+        if staged:
+            shutil.rmtree(staged, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {r["case"]: r for r in json.loads(done.stdout)}
+    return {int(uid): {r["case"]: r for r in results} for uid, results in json.loads(done.stdout).items()}
 
 
 USERS = [pytest.param(0, id="root", marks=pytest.mark.skipif(not ROOT, reason="the root case needs root (CI runs as root)")),
          pytest.param(pwd.getpwnam("nobody").pw_uid if ROOT else os.geteuid(), id="non-root")]
+NOBODY = pwd.getpwnam("nobody").pw_uid
 
 
-@pytest.fixture
-def shared_folder():
+def shared_folder() -> Path:
     """A folder the unprivileged child can use (pytest's tmp_path is root's own, mode 0700)."""
     folder = Path(tempfile.mkdtemp(prefix="quco-targets-"))
     os.chmod(folder, 0o755)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=False)
+    return folder
 
 
-@pytest.mark.parametrize("uid", USERS)
-def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
+def writing_cases(top: Path, uid: int):
+    """Every writing command on every kind of target: the cases and where each writes."""
     if not ROOT and "chardev" in KINDS:
         kinds = [k for k in KINDS if k != "chardev"]  # mknod needs root; CI (root) runs it
     else:
         kinds = list(KINDS)
-    model = onnx_model(shared_folder)
+    model = onnx_model(top)
     cases, where = [], {}
     for command, (argv, suffix) in COMMANDS.items():
         for kind in kinds:
-            folder = shared_folder / f"{command.split()[0]}-{command.split()[-1].strip('-')}-{kind}"
+            folder = top / f"{command.split()[0]}-{command.split()[-1].strip('-')}-{kind}"
             folder.mkdir()
             path = make_target(folder, kind, suffix)
             if uid:
@@ -181,7 +199,89 @@ def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
             where[name] = (folder, path, kind)
             cases.append({"case": name, "fifo": kind == "fifo", "path": str(path),
                           "argv": [a.replace("{o}", str(path)).replace("{onnx}", model) for a in argv]})
-    results = run_as(uid, cases)
+    return cases, where
+
+
+def plot_cases(top: Path, uid: int):
+    """--plot on each kind of target, with the exit code each must give."""
+    kinds = {"missing": 0, "folder": 0, "symlink": 0, "regular": 2, "fifo": 2} | ({"chardev": 2} if ROOT else {})
+    cases, where = [], {}
+    for command in ("run", "evaluate"):
+        for kind, code in kinds.items():
+            folder = top / f"{command}-plot-{kind}"
+            folder.mkdir()
+            if kind == "symlink":
+                (folder / "real").mkdir()
+                path = folder / "figs"
+                path.symlink_to("real")
+            else:
+                path = make_target(folder, "folder" if kind == "folder" else kind, "") if kind != "missing" \
+                    else folder / "figs"
+            if uid:
+                subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(folder)], check=True)
+            argv = (["run", WORKLOAD, "--no-baselines", "--plot", str(path)] if command == "run" else
+                    ["evaluate", str(MM_KERNEL), *FAST_EVAL, "--plot", str(path)])
+            if command == "evaluate" and code == 0 and kind != "missing":
+                continue  # figures are slow to draw; the missing case draws them once
+            where[f"{command} {kind}"] = (path, kind, code)
+            cases.append({"case": f"{command} {kind}", "fifo": False, "path": str(path), "argv": argv})
+    return cases, where
+
+
+def read_only_case(top: Path):
+    """A read-only file of the unprivileged user's, in a folder of theirs."""
+    path = top / "t.gst"
+    path.write_bytes(OLD)
+    os.chmod(path, 0o444)
+    os.chown(top, NOBODY, NOBODY)
+    os.chown(path, NOBODY, NOBODY)
+    return [{"case": "ro", "fifo": False, "path": str(path), "argv": ["gst", "pack", "r9-nano", "-o", str(path)]}], path
+
+
+def locked_case(top: Path):
+    """An output in a folder of root's the unprivileged user may not create files in."""
+    locked = top / "locked"
+    locked.mkdir(mode=0o755)
+    return [{"case": "locked", "fifo": False, "path": str(locked / "t.json"),
+             "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}], locked
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """outcomes(uid) -> {group: (results, where)}: every case of this module's tests that runs
+    as `uid` (each writing command on each kind of target, --plot on each kind, and as the
+    unprivileged user the read-only file and the locked folder). Every user's cases run in one
+    child (run_as, CHILD): a child pays the package's imports and the commands' first runs
+    (about 2 s, the Matrix-Matrix evaluation most of it), once for the module rather than once
+    per test and user. Each case has its own folder, so what one case leaves is no other's to
+    see."""
+    uids = [0, NOBODY] if ROOT else [os.geteuid()]  # USERS' (root skips unless root)
+    top = shared_folder()
+    by_uid, runs = {}, []
+    for uid in uids:
+        groups = {}
+        for group, make in (("writing", writing_cases), ("plot", plot_cases)):
+            (top / f"{uid}-{group}").mkdir(mode=0o755)
+            groups[group] = make(top / f"{uid}-{group}", uid)
+        if ROOT and uid == NOBODY:
+            for group, make in (("ro", read_only_case), ("locked", locked_case)):
+                (top / group).mkdir(mode=0o755)
+                groups[group] = make(top / group)
+        by_uid[uid] = groups
+        runs.append((uid, [c for cases, _ in groups.values() for c in cases]))
+    done = {}
+
+    def get(uid: int) -> dict:
+        if not done:
+            done.update(run_as(runs))
+        return {group: (done[uid], where) for group, (_, where) in by_uid[uid].items()}
+    yield get
+    subprocess.run(["rm", "-rf", str(top)], check=False)
+
+
+@pytest.mark.parametrize("uid", USERS)
+def test_every_writing_command_on_every_kind_of_target(uid, outcomes):
+    results, where = outcomes(uid)["writing"]
     for name, (folder, path, kind) in where.items():
         r = results[name]
         assert "Traceback" not in r["err"], (name, r["err"])
@@ -208,31 +308,10 @@ def test_every_writing_command_on_every_kind_of_target(uid, shared_folder):
 
 
 @pytest.mark.parametrize("uid", USERS)
-def test_plot_folders_by_kind(uid, shared_folder):
+def test_plot_folders_by_kind(uid, outcomes):
     """--plot takes a folder: missing (created), a folder or a link to one; a file, FIFO or
     device is refused before the run, naming it."""
-    kinds = {"missing": 0, "folder": 0, "symlink": 0, "regular": 2, "fifo": 2} | ({"chardev": 2} if ROOT else {})
-    cases, where = [], {}
-    for command in ("run", "evaluate"):
-        for kind, code in kinds.items():
-            folder = shared_folder / f"{command}-plot-{kind}"
-            folder.mkdir()
-            if kind == "symlink":
-                (folder / "real").mkdir()
-                path = folder / "figs"
-                path.symlink_to("real")
-            else:
-                path = make_target(folder, "folder" if kind == "folder" else kind, "") if kind != "missing" \
-                    else folder / "figs"
-            if uid:
-                subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", str(folder)], check=True)
-            argv = (["run", WORKLOAD, "--no-baselines", "--plot", str(path)] if command == "run" else
-                    ["evaluate", str(MM_KERNEL), *FAST_EVAL, "--plot", str(path)])
-            if command == "evaluate" and code == 0 and kind != "missing":
-                continue  # figures are slow to draw; the missing case draws them once
-            where[f"{command} {kind}"] = (path, kind, code)
-            cases.append({"case": f"{command} {kind}", "fifo": False, "path": str(path), "argv": argv})
-    results = run_as(uid, cases)
+    results, where = outcomes(uid)["plot"]
     for name, (path, kind, code) in where.items():
         r = results[name]
         assert r["code"] == code and "Traceback" not in r["err"], (name, r)
@@ -288,27 +367,19 @@ def test_a_fifo_without_a_reader_is_refused_in_bounded_time(tmp_path, monkeypatc
 
 
 @pytest.mark.skipif(not ROOT, reason="a read-only file is writable by root; the check is for other users")
-def test_a_read_only_file_is_not_replaced_by_another_user(shared_folder):
+def test_a_read_only_file_is_not_replaced_by_another_user(outcomes):
     """As with `>` in a shell: a file its owner made read-only is refused, though the folder
     would allow a rename over it."""
-    nobody = pwd.getpwnam("nobody").pw_uid
-    path = shared_folder / "t.gst"
-    path.write_bytes(OLD)
-    os.chmod(path, 0o444)
-    os.chown(shared_folder, nobody, nobody)
-    os.chown(path, nobody, nobody)
-    r = run_as(nobody, [{"case": "ro", "fifo": False, "path": str(path), "argv": ["gst", "pack", "r9-nano", "-o", str(path)]}])["ro"]
+    results, path = outcomes(NOBODY)["ro"]
+    r = results["ro"]
     assert r["code"] == 2 and "read-only" in r["err"] and path.read_bytes() == OLD
 
 
 @pytest.mark.skipif(not ROOT, reason="needs root to make a folder the unprivileged user cannot write")
-def test_a_folder_the_user_cannot_write_is_refused_up_front(shared_folder):
+def test_a_folder_the_user_cannot_write_is_refused_up_front(outcomes):
     """Before any work: the temporary file could not be made there."""
-    nobody = pwd.getpwnam("nobody").pw_uid
-    locked = shared_folder / "locked"
-    locked.mkdir(mode=0o755)  # root's: nobody may not create files in it
-    r = run_as(nobody, [{"case": "locked", "fifo": False, "path": str(locked / "t.json"),
-                         "argv": ["profile", str(MM_KERNEL), "--trace", str(locked / "t.json")]}])["locked"]
+    results, locked = outcomes(NOBODY)["locked"]
+    r = results["locked"]
     assert r["code"] == 2 and "Permission denied (the folder" in r["err"] and r["out"] == "", r
     assert list(locked.iterdir()) == []
 

@@ -373,7 +373,7 @@ def test_an_out_that_is_a_file_or_under_one_exits_2_before_any_work(capsys, tmp_
 
 def test_an_unreachable_scheduler_exits_2(capsys, tmp_path, monkeypatch):
     from quco.util import parallel
-    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 0.5)  # the real bound: test_hostile_24.py
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT_S", 0.5)  # the bound that ends the wait: test_hostile_24.py
     code = cli.main(["paper", "--claims", "table3-r9-nano-quco-matrix-matrix", "--scheduler", "tcp://127.0.0.1:9"])
     assert code == 2
     assert "cannot reach Dask scheduler tcp://127.0.0.1:9" in capsys.readouterr().err

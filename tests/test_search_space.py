@@ -46,13 +46,12 @@ def test_the_fitting_count_equals_the_listed_candidates(tmp_path, queues):
     assert p.method == space.DESCENT  # over EXHAUSTIVE_MAX fit
 
 
-def test_eight_distinct_queues_take_bounded_evaluations(tmp_path):
+def test_eight_distinct_queues_take_bounded_evaluations(tmp_path, fresh_evaluations):
     # the case: 8 distinct queues of about 1,024 elements (134 million configurations)
     m, g, work = model(kernel_file(tmp_path, "eight", distinct(8, 1024)))
     p = space.plan(m, g, work)
     assert p.size == 8 * 8 ** 8 and p.method == space.DESCENT
     assert p.max_evaluations == 8 * (8 + space.SWEEPS * 8 * 7)  # tiles x (starts + sweeps x runs x other counts)
-    search.evaluate.cache_clear()
     res = space.search_space(m, g, work)
     simulated = search.evaluate.cache_info().misses
     assert res.evaluations == simulated <= p.max_evaluations
@@ -109,9 +108,8 @@ def test_search_says_the_space_and_the_method(tmp_path, capsys):
     assert doc["quco"]["rank"] >= 1
 
 
-def test_a_space_past_the_bound_is_refused_naming_the_file_and_its_size(tmp_path, capsys):
+def test_a_space_past_the_bound_is_refused_naming_the_file_and_its_size(tmp_path, capsys, fresh_evaluations):
     path = kernel_file(tmp_path, "sixteen", distinct(16, 8192))  # within model_bound (about 16 x 128 tiles a pass)
-    search.evaluate.cache_clear()
     assert main(["search", str(path)]) == 2
     msg = capsys.readouterr().err
     assert str(path) in msg and f"{8 * 8 ** 16:,} configurations" in msg and "--config" in msg
