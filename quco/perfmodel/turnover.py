@@ -33,7 +33,7 @@ from .fit import FAMILIES, _clean, _residency
 from .hardware import (COMPARED, Measurement, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from .params import Machine
-from .search import evaluate
+from . import search
 from .work import Work
 
 PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it is linear above 0)
@@ -50,7 +50,7 @@ def _model_us(m: Machine, work: Work, r: Measurement, flat: set) -> float | None
     if occ < 1:
         return None
     free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return evaluate(free, work, measured_config(work, r.tile, r.slots), max_occupancy=occ).ns / 1000.0
+    return search.evaluate(free, work, measured_config(work, r.tile, r.slots), max_occupancy=occ).ns / 1000.0
 
 
 def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> list[dict]:
