@@ -69,67 +69,42 @@ def onnx_model(folder: Path) -> str:
 
 
 # The child: runs every case in one process (imports paid once), a reader thread on each FIFO,
-# and prints {uid: [{case, code, out, err, fifo_bytes}]} as JSON. Its own user's cases first
-# (root's under `make test`: every command then has run once, every module it imports is
-# loaded); then, for another user, a fork that drops to that user and runs theirs, so the
-# unprivileged cases do not pay the imports and the commands' first runs again.
+# and prints [{case, code, out, err, fifo_bytes}] as JSON.
 CHILD = r"""
 import json, os, sys, threading
-staged = sys.argv[1]
+uid, staged = int(sys.argv[1]), sys.argv[2]
 if staged:  # the package's copy the unprivileged user can read (run_as)
     sys.path.insert(0, staged)
 from quco.cli.fuzz_files import run_cli
 import quco.gst.tables
 assert not staged or quco.gst.tables.__file__.startswith(staged + "/"), quco.gst.tables.__file__
-runs = json.loads(sys.stdin.read())
-
-
-def run_cases(cases):
-    results = []
-    for case in cases:
-        got = []
-        reader = None
-        if case["fifo"]:
-            def read(path=case["path"]):
-                with open(path, "rb") as f:
-                    got.append(f.read())
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
-        o = run_cli(case["argv"], timeout=60)
-        if reader:
-            reader.join(1)
-            if reader.is_alive():  # the command never opened the FIFO: release the reader
-                os.close(os.open(case["path"], os.O_WRONLY | os.O_NONBLOCK))
-                reader.join(5)
-        results.append({"case": case["case"], "kind": o.kind, "code": o.code, "out": o.out, "err": o.err + o.trace,
-                        "fifo_bytes": len(got[0]) if got else None})
-    return results
-
-
-out = {}
-for uid, cases in runs:
-    if uid == os.geteuid():
-        out[uid] = run_cases(cases)
-        continue
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the unprivileged user's process
-        os.close(read_end)
-        try:
-            os.setgroups([]); os.setgid(uid); os.setuid(uid)
-            data = json.dumps(run_cases(cases))
-        except BaseException as e:  # said in the parent's output, the test fails on it
-            data = json.dumps({"error": repr(e)})
-        with os.fdopen(write_end, "w") as f:
-            f.write(data)
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as f:
-        data = json.loads(f.read())
-    os.waitpid(pid, 0)
-    assert isinstance(data, list), data
-    out[uid] = data
-print(json.dumps(out))
+cases, warm = json.loads(sys.stdin.read())
+if uid:
+    # Python and the venv may live under /root (mode 0700, as here and in a clone there): run
+    # each command once as root, so every module it imports is loaded, then drop to the
+    # unprivileged user for the cases
+    for argv in warm:
+        run_cli(argv, timeout=60)
+    os.setgroups([]); os.setgid(uid); os.setuid(uid)
+results = []
+for case in cases:
+    got = []
+    reader = None
+    if case["fifo"]:
+        def read(path=case["path"]):
+            with open(path, "rb") as f:
+                got.append(f.read())
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+    o = run_cli(case["argv"], timeout=60)
+    if reader:
+        reader.join(1)
+        if reader.is_alive():  # the command never opened the FIFO: release the reader
+            os.close(os.open(case["path"], os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(5)
+    results.append({"case": case["case"], "kind": o.kind, "code": o.code, "out": o.out, "err": o.err + o.trace,
+                    "fifo_bytes": len(got[0]) if got else None})
+print(json.dumps(results))
 """
 
 
@@ -147,25 +122,31 @@ def stage_package(folder: Path) -> Path:
     return folder
 
 
-def run_as(runs: list[tuple[int, list[dict]]]) -> dict:
-    """Run each user's cases, [(uid, cases)] with this process's own user first, in one child
-    (CHILD); {uid: {case: result}}. Where another user runs, the child runs the package from a
-    copy every user can read (stage_package), the checkout's example files in the cases'
-    command lines replaced by the copy's; the code, and so what the cases check, is the
-    checkout's."""
+def run_as(uid: int, cases: list[dict]) -> dict:
+    """Run the cases in one child as `uid`. An unprivileged child runs the package from a
+    copy it can read (stage_package), the checkout's example files in the cases' command
+    lines replaced by theirs; the code, and so what the cases check, is the checkout's."""
+    warm = tempfile.mkdtemp(prefix="quco-warm-")
     staged = ""
-    if any(uid != os.geteuid() for uid, _ in runs):
+    if uid:
         staged = str(stage_package(Path(tempfile.mkdtemp(prefix="quco-staged-"))))
         to_staged = lambda a: a.replace(f"{CHECKOUT}/", f"{staged}/")  # noqa: E731
-        runs = [(uid, [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]) for uid, cases in runs]
+        cases = [{**c, "argv": [to_staged(a) for a in c["argv"]]} for c in cases]
+    firsts = {}
+    for i, c in enumerate(cases):  # each command once, into a folder of root's
+        argv = c["argv"]
+        key = tuple(a for a in argv if not a.startswith("/"))
+        firsts.setdefault(key, [a if a != c["path"] else os.path.join(warm, f"{i}{Path(a).suffix}") for a in argv])
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, staged], input=json.dumps(runs), capture_output=True,
+        done = subprocess.run([sys.executable, "-c", CHILD, str(uid), staged],
+                              input=json.dumps([cases, list(firsts.values())]), capture_output=True,
                               text=True, timeout=600, env={**os.environ, "HOME": "/tmp"})
     finally:
-        if staged:
-            shutil.rmtree(staged, ignore_errors=True)
+        for folder in (warm, staged):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return {int(uid): {r["case"]: r for r in results} for uid, results in json.loads(done.stdout).items()}
+    return {r["case"]: r for r in json.loads(done.stdout)}
 
 
 USERS = [pytest.param(0, id="root", marks=pytest.mark.skipif(not ROOT, reason="the root case needs root (CI runs as root)")),
@@ -250,33 +231,30 @@ def locked_case(top: Path):
 def outcomes():
     """outcomes(uid) -> {group: (results, where)}: every case of this module's tests that runs
     as `uid` (each writing command on each kind of target, --plot on each kind, and as the
-    unprivileged user the read-only file and the locked folder). Every user's cases run in one
-    child (run_as, CHILD): a child pays the package's imports and the commands' first runs
-    (about 2 s, the Matrix-Matrix evaluation most of it), once for the module rather than once
-    per test and user. Each case has its own folder, so what one case leaves is no other's to
-    see."""
-    uids = [0, NOBODY] if ROOT else [os.geteuid()]  # USERS' (root skips unless root)
-    top = shared_folder()
-    by_uid, runs = {}, []
-    for uid in uids:
-        groups = {}
-        for group, make in (("writing", writing_cases), ("plot", plot_cases)):
-            (top / f"{uid}-{group}").mkdir(mode=0o755)
-            groups[group] = make(top / f"{uid}-{group}", uid)
-        if ROOT and uid == NOBODY:
-            for group, make in (("ro", read_only_case), ("locked", locked_case)):
-                (top / group).mkdir(mode=0o755)
-                groups[group] = make(top / group)
-        by_uid[uid] = groups
-        runs.append((uid, [c for cases, _ in groups.values() for c in cases]))
-    done = {}
+    unprivileged user the read-only file and the locked folder), run in one child for that
+    user. A child pays the package's imports and the commands' first runs (about 2 s, the
+    Matrix-Matrix evaluation most of it): one per user rather than one per test. Each case
+    has its own folder, so what one case leaves is no other's to see."""
+    done, tops = {}, []
 
     def get(uid: int) -> dict:
-        if not done:
-            done.update(run_as(runs))
-        return {group: (done[uid], where) for group, (_, where) in by_uid[uid].items()}
+        if uid not in done:
+            top = shared_folder()
+            tops.append(top)
+            groups = {}
+            for group, make in (("writing", writing_cases), ("plot", plot_cases)):
+                (top / group).mkdir(mode=0o755)
+                groups[group] = make(top / group, uid)
+            if ROOT and uid == NOBODY:
+                for group, make in (("ro", read_only_case), ("locked", locked_case)):
+                    (top / group).mkdir(mode=0o755)
+                    groups[group] = make(top / group)
+            results = run_as(uid, [c for cases, _ in groups.values() for c in cases])
+            done[uid] = {group: (results, where) for group, (_, where) in groups.items()}
+        return done[uid]
     yield get
-    subprocess.run(["rm", "-rf", str(top)], check=False)
+    for top in tops:
+        subprocess.run(["rm", "-rf", str(top)], check=False)
 
 
 @pytest.mark.parametrize("uid", USERS)
