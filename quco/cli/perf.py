@@ -158,7 +158,9 @@ def cmd_search(args) -> int:
         common.err.print(f"{kernel.name} on {gpu}: {plan.describe()}")
     # what must be ranked exactly: the `--top` fastest, QuCo's pick and the named configuration
     # (the search may skip configurations its lower bound proves slower than all of them)
-    pick, named_cfg = _quco_config(gst, kernel, m, work), asked if asked and _fits(m, work, asked) else None
+    from ..host import reference  # QuCo's pick: the reference model, bit for bit the firmware's (`quco-emu diff`)
+    quco_res = reference.configure(gst, kernel.record())
+    pick, named_cfg = _quco_config(quco_res, m, work), asked if asked and _fits(m, work, asked) else None
     within = max([search.evaluate(m, work, c).cycles for c in (pick, named_cfg) if c is not None], default=0.0)
     res = space.search_space(m, g, work, top=args.top, within=within)
     ranked = res.ranked
@@ -171,7 +173,7 @@ def cmd_search(args) -> int:
                     dram_gbps=r.outcome.dram_gbps, l2_hit=r.outcome.l2_hit, compute_util=r.outcome.compute_util)
     top = [doc(r, i + 1) for i, r in enumerate(ranked[:args.top or len(ranked)])]
     named = _named(m, work, ranked, asked, doc, fail, res.searched) if asked else None
-    quco, quco_note = _quco_pick(gst, kernel, m, work, ranked, doc, plan.method, res.searched)
+    quco, quco_note = _quco_pick(quco_res, m, work, ranked, doc, plan.method, res.searched)
     among = res.searched + (1 if named and not named.pop("in_space") else 0)
     if named:
         named["of"] = among  # its rank among the searched configurations (plus itself when outside them)
@@ -264,26 +266,21 @@ def _fits(m, work, cfg) -> bool:
     return fits(work, cfg, m.lds_bytes, m.barrier_limit) and occupancy(m, work, cfg) >= 1
 
 
-def _quco_config(gst: bytes, kernel, m, work):
-    """QuCo's own pick (the reference model's), where the model can run it; else None."""
-    from ..host import reference
-    r = reference.configure(gst, kernel.record())
+def _quco_config(r, m, work):
+    """QuCo's pick (`r`, the reference model's result) where the model can run it; else None."""
     cfg = Config(r.tile, tuple(r.slots)) if r.status == 0 else None
     return cfg if cfg is not None and _fits(m, work, cfg) else None
 
 
-def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str, searched: int) -> tuple[dict | None, str]:
-    """Where QuCo's own pick ranks among the searched configurations. The reference model
-    computes it (it agrees with the firmware bit for bit: `quco-emu diff`), no emulator needed.
-    `ranked` holds every searched configuration faster than it (the others were skipped as
-    slower), `searched` counts them all."""
-    from ..host import reference
+def _quco_pick(r, m, work, ranked, doc, method: str, searched: int) -> tuple[dict | None, str]:
+    """Where QuCo's own pick (`r`, the reference model's result) ranks among the searched
+    configurations. `ranked` holds every searched configuration faster than it (the others
+    were skipped as slower), `searched` counts them all."""
     from ..host.device import describe
-    r = reference.configure(gst, kernel.record())
     if r.status != 0:
         return None, f"QuCo: the unit refuses this launch ({describe(r.status, r.detail)}); nothing to rank"
     cfg = Config(r.tile, tuple(r.slots))
-    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+    if not _fits(m, work, cfg):
         return None, f"QuCo: {cfg.label(work)}, which the model says does not fit one work-group on a CU"
     q = search.Ranked(cfg, search.evaluate(m, work, cfg))
     row = doc(q, 1 + sum(1 for x in ranked if x.outcome.cycles < q.outcome.cycles))
@@ -295,7 +292,7 @@ def _quco_pick(gst: bytes, kernel, m, work, ranked, doc, method: str, searched: 
 def _named(m, work, ranked, cfg, doc, fail, searched: int) -> dict:
     """The row of a configuration named on the command line, ranked among the space (`ranked`
     holds every searched configuration faster than it; `searched` counts them all)."""
-    if not fits(work, cfg, m.lds_bytes, m.barrier_limit) or occupancy(m, work, cfg) < 1:
+    if not _fits(m, work, cfg):
         raise fail(f"--config: {cfg.label(work)} does not fit one work-group on a CU of this GPU "
                    f"(LDS {m.lds_bytes:,} bytes, {m.barrier_limit} barriers)")
     r = search.Ranked(cfg, search.evaluate(m, work, cfg))
