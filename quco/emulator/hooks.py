@@ -121,18 +121,10 @@ class Hooks:
 
     def _operand_registers(self) -> dict:
         """address -> the Unicorn registers whose values the latency of the operand-timed
-        instruction there depends on (timing.operand_cycles): a divide's divisor, an fdiv's
-        two operands, an fsqrt's one."""
-        out = {}
-        for address, w in self._operand_timed.items():
-            rs1, rs2 = w >> 15 & 31, w >> 20 & 31
-            if timing.is_div(w):
-                out[address] = (UC_RISCV_REG_X0 + rs2,)
-            elif w >> 25 == 0x2C:
-                out[address] = (UC_RISCV_REG_F0 + rs1,)
-            else:
-                out[address] = (UC_RISCV_REG_F0 + rs1, UC_RISCV_REG_F0 + rs2)
-        return out
+        instruction there depends on (timing.operand_registers)."""
+        base = {"x": UC_RISCV_REG_X0, "f": UC_RISCV_REG_F0}
+        return {address: tuple(base[kind] + n for kind, n in timing.operand_registers(w))
+                for address, w in self._operand_timed.items()}
 
     def _operand_timed_sites(self) -> dict:
         """address -> word of every instruction in the image whose latency the profile takes

@@ -157,14 +157,27 @@ def operand_timed(p: Profile, word: int) -> bool:
     return (p.div_by_divisor and is_div(word)) or (p.fdiv_by_operands and fdsu.is_fdiv_or_fsqrt(word))
 
 
+@functools.cache  # a handful of words per image; operand_cycles runs per divide and FDIV
+def operand_registers(word: int) -> tuple[tuple[str, int], ...]:
+    """The registers an operand-timed instruction's latency reads, ("x" or "f", number): a
+    divide's divisor, an fdiv's two operands, an fsqrt's one. operand_cycles reads these, and
+    the C hooks' memo (emulator/hooks.py) keys on their values."""
+    rs1, rs2 = word >> 15 & 31, word >> 20 & 31
+    if is_div(word):
+        return (("x", rs2),)
+    if word >> 25 == 0x2C:  # fsqrt.s
+        return (("f", rs1),)
+    return (("f", rs1), ("f", rs2))
+
+
 def operand_cycles(p: Profile, word: int, x, f) -> int:
     """The latency of an operand-timed instruction (operand_timed) from its operands, read
     through x(n) and f(n) (integer and FP register n as 32-bit patterns): a divide's issue
     cycles, an fdiv/fsqrt's result latency."""
-    rs1, rs2 = word >> 15 & 31, word >> 20 & 31
-    if is_div(word):
-        return div_cycles(p.issue["div"], word, x(rs2))
-    return fdsu.cycles(word, f(rs1), f(rs2))
+    (kind, first), *_ = regs = operand_registers(word)
+    if kind == "x":  # a divide: its divisor
+        return div_cycles(p.issue["div"], word, x(first))
+    return fdsu.cycles(word, f(first), f(regs[-1][1]))  # fsqrt's one operand twice: fdsu ignores b
 
 
 @dataclass

@@ -21,6 +21,7 @@ from ..firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or 
 from ..gst import abi, tables
 from ..gst.abi import Status
 from ..kernel.format import DEFAULT_WAVEFRONTS, Kernel, check_values
+from ..kernel.format import pack_record as pack_record  # moved to kernel/format.py; tests and fuzz import it here
 
 
 
@@ -278,10 +279,3 @@ class Device:
         return self.launch(Kernel(**{**self._pending, "queues": list(self._pending["queues"]),
                                      "movement": list(movement) if any(m[0] != 1 for m in movement) else []}),
                            check=check)
-
-
-def pack_record(header: dict, queues: list[dict]) -> bytes:
-    """A launch record from field dictionaries (header fields, one dict per queue)."""
-    body = abi.LAUNCH_HEADER.pack({**header, "num_queues": header.get("num_queues", len(queues))})
-    body += b"".join(abi.QUEUE.pack(q) for q in queues)
-    return body + bytes(abi.LAUNCH_SIZE - len(body))

@@ -126,12 +126,18 @@ class Kernel:
         single-pass kernel's record is the bytes it always was; clamped to what the field holds
         (quco+ reads passes against at most 16 slots and a tile of at most 65,536 elements, so a
         larger count picks the same but for a one-element queue)."""
-        body = abi.LAUNCH_HEADER.pack(self.header())
         top = int(abi.QUEUE.field("passes").hi)
         passes = [min(m[0], top) if m[0] > 1 else 0 for m in self.movement] or [0] * len(self.queues)
-        body += b"".join(abi.QUEUE.pack(dict(length=n, type=t, elem_size=e, passes=p))
-                         for (n, t, e), p in zip(self.queues, passes))
-        return body + bytes(abi.LAUNCH_SIZE - len(body))
+        return pack_record(self.header(), [dict(length=n, type=t, elem_size=e, passes=p)
+                                           for (n, t, e), p in zip(self.queues, passes)])
+
+
+def pack_record(header: dict, queues: list[dict]) -> bytes:
+    """A launch record from field dictionaries (header fields, one dict per queue), zeros for
+    the unused queue slots; num_queues defaults to the queues given."""
+    body = abi.LAUNCH_HEADER.pack({**header, "num_queues": header.get("num_queues", len(queues))})
+    body += b"".join(abi.QUEUE.pack(q) for q in queues)
+    return body + bytes(abi.LAUNCH_SIZE - len(body))
 
 
 MOVEMENT_FIELDS = ("passes", "fresh_passes", "shared_by")

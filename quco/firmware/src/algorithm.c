@@ -47,7 +47,6 @@ static uint32_t plus_rules;                  /* this launch uses quco+ (FLAG_QUC
                                                 slots, no CU step (not the paper's rules) */
 /* quco+ only, set per launch: each group's passes (0 read as 1) and the length bound's length,
  * min over groups of length x passes (saturated); the paper's rules never read them */
-static const group_t *plus_group0;
 static uint16_t plus_passes[QUCO_MAX_QUEUES];
 static uint32_t plus_min_len;
 
@@ -243,13 +242,14 @@ __attribute__((noinline)) static uint32_t cu_step(const planner_t *p, uint32_t n
 /* a queue is streamed in ceil(length / 2^k) transfers: no more slots than that (the
  * largest power of two within; quco+: that count x the group's passes, the ring filling on
  * with the next pass's tiles). length >= 1, so no overflow; quco+ multiplies only when
- * transfers < n <= max_slots (16), so the product fits. */
-__attribute__((always_inline)) static inline uint32_t cap(const group_t *g, uint32_t tile_log2, uint32_t n)
+ * transfers < n <= max_slots (16), so the product fits. g is group i. */
+__attribute__((always_inline)) static inline uint32_t cap(const group_t *g, uint32_t i, uint32_t tile_log2,
+                                                         uint32_t n)
 {
     uint32_t transfers = ((g->length - 1u) >> tile_log2) + 1u;
     if (n > transfers) {
         if (plus_rules)
-            transfers *= plus_passes[g - plus_group0];
+            transfers *= plus_passes[i];
         if (n > transfers)
             n = transfers;
     }
@@ -273,7 +273,7 @@ static uint32_t little_slots(const planner_t *p, uint32_t tile_log2)
 __attribute__((noinline)) static void fill(const planner_t *p, uint32_t tile_log2, uint32_t n, uint8_t *slots)
 {
     for (uint32_t i = 0; i < p->groups->n_groups; i++)
-        slots[i] = (uint8_t)cap(&p->groups->g[i], tile_log2, n); /* stationary entries are ignored */
+        slots[i] = (uint8_t)cap(&p->groups->g[i], i, tile_log2, n); /* stationary entries are ignored */
 }
 
 /* Algorithm 3, streaming queues: Little's law, power of two, CU step, capped by the tiles a
@@ -339,7 +339,7 @@ static void stationary_slots(const planner_t *p, uint32_t tile_log2, uint8_t *sl
         if (block_log2 < QUCO_LDS_ALIGN_LOG2)
             block_log2 = QUCO_LDS_ALIGN_LOG2;
         uint32_t room = 1u + min_u(spare >> block_log2, room_barriers);
-        uint32_t s = cap(q, tile_log2, cu_step(p, round_pow2((float)min_u(room, GST->max_slots))));
+        uint32_t s = cap(q, i, tile_log2, cu_step(p, round_pow2((float)min_u(room, GST->max_slots))));
         while (s > room)
             s >>= 1;
         slots[i] = (uint8_t)s;
@@ -357,7 +357,6 @@ uint32_t plan(const launch_t *l, const groups_t *groups, config_t *out, uint32_t
     if (plus_rules) { /* quco+ reads each group's passes (its first queue's): the paper's rules do not */
         uint32_t min_len = 0xffffffffu;
         const quco_queue_t *q = l->q;
-        plus_group0 = groups->g;
         for (uint32_t i = 0; i < groups->n_groups; q += groups->g[i].count, i++) {
             uint32_t passes = q->passes ? q->passes : 1u;
             uint64_t len = (uint64_t)groups->g[i].length * passes; /* two transfers across the passes */
