@@ -230,8 +230,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
-        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
-        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz) + m.launch / m.clock_mhz
+        bound_us = _dram_us(m, work, r.work_groups) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
 
@@ -269,8 +268,7 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
     gaps, used = {}, []
     for res in compare(picked, gst, kernels=kernels, m=m0):
         work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
-        total = res["work_groups"] * (work.moved_bytes() + work.output_bytes)
-        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)
+        bound_us = _dram_us(m, work, res["work_groups"])
         for p in res["points"]:
             if p.model_us is not None and p.model_us <= bound_us / 0.8:
                 gaps.setdefault(res["kernel"], []).append(1000.0 * (p.measured_us - p.model_us))
