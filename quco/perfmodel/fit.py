@@ -42,6 +42,7 @@ from scipy import optimize
 from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from .params import Machine
+from .sim import per_cu
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -116,7 +117,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if any(_residency(m, work, r, rows) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
-        wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
+        wgs = per_cu(m, wgs_total)
         per_instr = _step_terms(m, work, tile)[3]
         out.append({"kernel": kernel, "tile": tile, "work_groups": wgs_total, "slope_us": slope,
                     "instr": slope * m.clock_mhz / (wgs * per_instr), "us_per_instr": wgs * per_instr / m.clock_mhz,
@@ -163,7 +164,7 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
         if _residency(m, work, r, rows) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         cycles_per_step = r.time_us * m.clock_mhz / (wgs * steps)
         # less the stage cost (m.stage_instr a stage, once per work-group), spread over its steps
         depth = max(measured_config(work, r.tile, r.slots).slots)
@@ -197,7 +198,7 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         if _residency(m, work, r, rows) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
@@ -226,7 +227,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)

@@ -24,7 +24,6 @@ not a cost per work-group.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 from scipy import optimize
@@ -33,6 +32,7 @@ from .fit import FAMILIES, _clean, _residency
 from .hardware import (COMPARED, Measurement, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from .params import Machine
+from .sim import per_cu
 from . import search
 from .work import Work
 
@@ -68,7 +68,7 @@ def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> 
     out = []
     for (kernel, size, wgs_total), group in groups.items():
         work = Work.of(scaled_kernel(kernel, wgs_total))
-        turns = math.ceil(wgs_total / min(m.cus, wgs_total)) - 1
+        turns = per_cu(m, wgs_total) - 1
         if turns < 1:
             continue
         flat = unpipelined_tiles(m, work, group)
