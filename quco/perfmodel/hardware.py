@@ -199,15 +199,18 @@ def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
     (measured_config) and its residency (measured_residency: its own shared-memory layout, not
     QuCo's unit's, which holds `slots` tiles a queue and counts barriers against the GST's
     barrier_limit; the model's LDS limit is lifted so that the measured one applies)."""
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
     flat = unpipelined_tiles(m, work, measured)
-    out = []
-    for r in measured:
-        cfg = measured_config(work, r.tile, r.slots)
-        occ = measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
-        out.append(Point(r.tile, r.slots, r.time_us,
-                         evaluate(free, work, cfg, max_occupancy=occ).ns / 1000.0 if occ >= 1 else None))
-    return out
+    return [Point(r.tile, r.slots, r.time_us, model_us(m, work, r.tile, r.slots, flat)) for r in measured]
+
+
+def model_us(m, work: Work, tile: int, slots: int, flat: set[int]) -> float | None:
+    """The model's time (us) of one measured configuration, as `points` gives it (`flat`: the
+    kernel's unpipelined_tiles); None where the measured kernel fits no work-group."""
+    occ = measured_residency(m, work, tile, slots, pipelined=tile not in flat)
+    if occ < 1:
+        return None
+    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
+    return evaluate(free, work, measured_config(work, tile, slots), max_occupancy=occ).ns / 1000.0
 
 
 def summarise(pts: list[Point], pick: Config | None = None) -> dict:
