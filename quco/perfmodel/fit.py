@@ -82,6 +82,11 @@ def _clean(rows: list[Measurement]) -> list[Measurement]:
     return [r for r in rows if (r.kernel, r.size, r.tile, r.slots) not in bad]
 
 
+def _att_rows(rows: list[Measurement], size: str, kernels) -> list[Measurement]:
+    """The TMA rows of `size` and `kernels` that ran, outliers left out: what every stage fits on."""
+    return [r for r in _clean(rows) if r.variant == "att" and r.fits and r.size == size and r.kernel in kernels]
+
+
 def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
     """measured_residency of row `r` as hardware.points judges it: a tile whose one-step loop
     was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x size) holds one
@@ -104,9 +109,8 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
     instruction count takes on the CU's pools)."""
     lo, hi = STAGE_SLOTS
     by: dict = {}
-    for r in _clean(rows):
-        if (r.variant == "att" and r.fits and r.size == size and r.kernel in kernels
-                and lo <= r.slots <= hi):
+    for r in _att_rows(rows, size, kernels):
+        if lo <= r.slots <= hi:
             by.setdefault((r.kernel, r.tile, r.work_groups), []).append(r)
     out = []
     for (kernel, tile, wgs_total), rs in sorted(by.items()):
@@ -155,8 +159,8 @@ def stage_cross(m: Machine, rows: list[Measurement]) -> list[dict]:
 def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
     out = []
-    for r in _clean(rows):
-        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.slots < MIN_SLOTS:
+    for r in _att_rows(rows, size, kernels):
+        if r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
@@ -192,9 +196,8 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
     chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
     launch) x clock / (steps x instructions per step); the median over the rows."""
     per, used = [], []
-    for r in _clean(rows):
-        if (r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile > 256
-                or r.slots < MIN_SLOTS):
+    for r in _att_rows(rows, size, kernels):
+        if r.tile > 256 or r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
@@ -221,8 +224,8 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
     operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
     out = []
-    for r in _clean(rows):
-        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile < STREAM_TILE:
+    for r in _att_rows(rows, size, kernels):
+        if r.tile < STREAM_TILE:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
