@@ -60,9 +60,7 @@ def cases(quick: bool, grids: bool):
             for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
                 k0 = load_kernel(path)
                 for wgs in GRIDS:
-                    # an operand every work-group shares stays shared by the whole new grid (hardware.scaled_kernel)
-                    movement = [(p, f, wgs if s and s == k0.work_groups else s) for p, f, s in k0.movement]
-                    k = dataclasses.replace(k0, work_groups=wgs, movement=movement)
+                    k = hardware.regrid(k0, wgs)  # an operand every work-group shares stays shared
                     m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
                     p = space.plan(m, g, work)
                     yield (f"{gpu} {path.stem} {wgs}", m, work,

@@ -4,7 +4,7 @@ deterministic sample (issue #29).
 
 The set: every preset x bundled kernel (its own folder's where the preset has one) at 256,
 2,048 and 8,192 work-groups (an operand the file's whole grid shares stays shared by the new
-one, as hardware.scaled_kernel does), SAMPLE configurations of its searched ATT space evenly
+one, as hardware.regrid does), SAMPLE configurations of its searched ATT space evenly
 spaced in the search's order, and the streaming kernels (Dot-Product, Matrix-Vector,
 Elementwise, Sumvectors) on the H100 at 4,096 and 32,768 work-groups, every one of their
 configurations. A full run whose work (steps a CU's busiest slot walks) exceeds MAX_STEPS is
@@ -16,7 +16,6 @@ median) per extrapolation at work (rounds, pass window, step window) and the wor
     .venv/bin/python bench/extrapolation.py --only passes   # the runs the pass window extrapolates
 """
 import argparse
-import dataclasses
 import math
 import sys
 import time
@@ -52,8 +51,7 @@ def cases(quick: bool):
         for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
             k0 = load_kernel(path)
             for wgs in GRIDS[:1] if quick else GRIDS:
-                movement = [(p, f, wgs if s and s == k0.work_groups else s) for p, f, s in k0.movement]
-                k = dataclasses.replace(k0, work_groups=wgs, movement=movement)
+                k = hardware.regrid(k0, wgs)
                 m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
                 p = space.plan(m, g, work)
                 for cfg in sample(search.candidates(work, m, p.tiles, p.slot_choices), SAMPLE):

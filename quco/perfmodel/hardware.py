@@ -126,12 +126,16 @@ def read(path) -> list[Measurement]:
     return out
 
 
-def scaled_kernel(name: str, work_groups: int):
-    """The bundled kernel `name` with its grid set to `work_groups`; an operand every
-    work-group shares (shared_by = the file's grid) stays shared by the whole new grid."""
-    k = load_kernel(EXAMPLES / KERNEL_FILES[name])
+def regrid(k, work_groups: int):
+    """Kernel `k` with its grid set to `work_groups`; an operand every work-group shares
+    (shared_by = the file's grid) stays shared by the whole new grid."""
     movement = [(p, f, work_groups if s and s == k.work_groups else s) for p, f, s in k.movement]
     return dataclasses.replace(k, work_groups=work_groups, movement=movement)
+
+
+def scaled_kernel(name: str, work_groups: int):
+    """The bundled kernel `name` with its grid set to `work_groups` (regrid)."""
+    return regrid(load_kernel(EXAMPLES / KERNEL_FILES[name]), work_groups)
 
 
 @dataclass
