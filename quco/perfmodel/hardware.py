@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,9 +134,15 @@ def regrid(k, work_groups: int):
     return dataclasses.replace(k, work_groups=work_groups, movement=movement)
 
 
+@functools.lru_cache(maxsize=None)
+def _bundled(name: str):
+    # read and checked once a process: the fits ask for the same few files once per row
+    return load_kernel(EXAMPLES / KERNEL_FILES[name])
+
+
 def scaled_kernel(name: str, work_groups: int):
     """The bundled kernel `name` with its grid set to `work_groups` (regrid)."""
-    return regrid(load_kernel(EXAMPLES / KERNEL_FILES[name]), work_groups)
+    return regrid(_bundled(name), work_groups)
 
 
 @dataclass
