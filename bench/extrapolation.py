@@ -68,9 +68,8 @@ def cases(quick: bool):
 
 def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
     """Which extrapolations simulate() applies (as it decides) and the full run's steps a slot."""
-    model = sim.Model(m, work, cfg, passes=1)
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    per_slot = math.ceil(model.wgs / model.occ)
+    per_slot = math.ceil(sim.per_cu(m, work.work_groups or m.cus) / sim.residents(m, work, cfg))
     used = []
     if steps > STEP_RUNS[1] * 2 and max(cfg.slots) < STEP_RUNS[0] and streams_privately(work, cfg.tile):
         used.append("steps")
