@@ -19,19 +19,17 @@ import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from quco.gst import tables
 from quco.kernel.format import load_kernel
+from quco.paper.ours import kernel_dir
 from quco.perfmodel import hardware, search, sim, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.window import STEP_RUNS, streams_privately
 from quco.perfmodel.work import Work
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "quco" / "examples" / "kernels"
 GRIDS = (256, 2048, 8192)
 STREAMING = ("Dot-Product", "Matrix-Vector", "Elementwise", "Sumvectors")
 SAMPLE = 6
@@ -47,8 +45,7 @@ def sample(configs: list, n: int) -> list:
 def cases(quick: bool):
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = KERNELS / gpu
-        for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+        for path in sorted(kernel_dir(gpu).glob("*.json")):
             k0 = load_kernel(path)
             for wgs in GRIDS[:1] if quick else GRIDS:
                 k = hardware.regrid(k0, wgs)

@@ -23,12 +23,11 @@ from pathlib import Path
 
 from quco.gst import tables
 from quco.kernel.format import load_kernel
+from quco.paper.ours import kernel_dir
 from quco.perfmodel import hardware, search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "quco" / "examples" / "kernels"
 GRID_KERNELS = ("Dot-Product", "Matrix-Vector", "Elementwise")
 GRIDS = (256, 4096, 32768)
 
@@ -57,8 +56,7 @@ def collect(quick: bool = False) -> dict:
     out: dict = {}
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = KERNELS / gpu
-        for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+        for path in sorted(kernel_dir(gpu).glob("*.json")):
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             tag = f"{gpu} {path.stem}"
