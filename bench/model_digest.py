@@ -27,6 +27,7 @@ from quco.paper.ours import kernel_dir
 from quco.perfmodel import hardware, search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
+from quco.util import atomic
 
 GRID_KERNELS = ("Dot-Product", "Matrix-Vector", "Elementwise")
 GRIDS = (256, 4096, 32768)
@@ -110,7 +111,7 @@ def main() -> int:
           f"{PRUNED['spaces']}; they evaluate {PRUNED['evaluated']:,} of {PRUNED['configurations']:,} configurations"
           + (f"; differ: {PRUNED['differ'][:8]}" if PRUNED["differ"] else ""))
     if args.out:
-        Path(args.out).write_text(json.dumps(values, sort_keys=True, indent=0))
+        atomic.write_text(args.out, json.dumps(values, sort_keys=True, indent=0))
     if args.compare:
         old = json.loads(Path(args.compare).read_text())
         values = json.loads(json.dumps(values))  # tuples as the file has them (lists)
