@@ -22,6 +22,7 @@ from pathlib import Path
 
 from quco.gst import tables
 from quco.kernel.format import load_kernel
+from quco.paper.ours import kernel_dir
 from quco.perfmodel import bounds, hardware, search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import occupancy, simulate
@@ -29,7 +30,6 @@ from quco.perfmodel.work import Config, Work
 from quco.workloads import format as wformat
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "quco" / "examples" / "kernels"
 GRIDS = (1024, 8192, 65536)
 
 
@@ -38,8 +38,7 @@ def cases(quick: bool, grids: bool):
     every preset x bundled kernel at GRIDS work-groups."""
     for gpu in tables.preset_names() if not grids else ():
         g = tables.unpack(tables.load(gpu))
-        own = KERNELS / gpu
-        for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+        for path in sorted(kernel_dir(gpu).glob("*.json")):
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             p = space.plan(m, g, work)
@@ -56,13 +55,10 @@ def cases(quick: bool, grids: bool):
     if grids:  # every preset x bundled kernel on grids the digest does not hold
         for gpu in tables.preset_names():
             g = tables.unpack(tables.load(gpu))
-            own = KERNELS / gpu
-            for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+            for path in sorted(kernel_dir(gpu).glob("*.json")):
                 k0 = load_kernel(path)
                 for wgs in GRIDS:
-                    # an operand every work-group shares stays shared by the whole new grid (hardware.scaled_kernel)
-                    movement = [(p, f, wgs if s and s == k0.work_groups else s) for p, f, s in k0.movement]
-                    k = dataclasses.replace(k0, work_groups=wgs, movement=movement)
+                    k = hardware.regrid(k0, wgs)  # an operand every work-group shares stays shared
                     m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
                     p = space.plan(m, g, work)
                     yield (f"{gpu} {path.stem} {wgs}", m, work,

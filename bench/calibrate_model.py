@@ -263,9 +263,10 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
         t = fitted["paper grid"]
         with_t = hw.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
         print(_targets_line(f"with the paper grid's {t:.0f} ns", with_t))
-        print(_targets_line("shipped (0 ns)", hw.compare(rows, gst)))
+        shipped = hw.compare(rows, gst)
+        print(_targets_line("shipped (0 ns)", shipped))
         print("| size | kernel | model best, its cost (shipped) | median err (shipped) |\n|---|---|---|---|")
-        for a, b in zip(with_t, hw.compare(rows, gst)):
+        for a, b in zip(with_t, shipped):
             print(f"| {a['size']} | {a['kernel']} | {a['model_best']} {a['model_best_cost_pct']:+.1f}% "
                   f"({b['model_best']} {b['model_best_cost_pct']:+.1f}%) | {a['median_error_pct']:.1f}% "
                   f"({b['median_error_pct']:.1f}%) |")

@@ -4,7 +4,7 @@ deterministic sample (issue #29).
 
 The set: every preset x bundled kernel (its own folder's where the preset has one) at 256,
 2,048 and 8,192 work-groups (an operand the file's whole grid shares stays shared by the new
-one, as hardware.scaled_kernel does), SAMPLE configurations of its searched ATT space evenly
+one, as hardware.regrid does), SAMPLE configurations of its searched ATT space evenly
 spaced in the search's order, and the streaming kernels (Dot-Product, Matrix-Vector,
 Elementwise, Sumvectors) on the H100 at 4,096 and 32,768 work-groups, every one of their
 configurations. A full run whose work (steps a CU's busiest slot walks) exceeds MAX_STEPS is
@@ -16,23 +16,20 @@ median) per extrapolation at work (rounds, pass window, step window) and the wor
     .venv/bin/python bench/extrapolation.py --only passes   # the runs the pass window extrapolates
 """
 import argparse
-import dataclasses
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from quco.gst import tables
 from quco.kernel.format import load_kernel
+from quco.paper.ours import kernel_dir
 from quco.perfmodel import hardware, search, sim, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.window import STEP_RUNS, streams_privately
 from quco.perfmodel.work import Work
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "quco" / "examples" / "kernels"
 GRIDS = (256, 2048, 8192)
 STREAMING = ("Dot-Product", "Matrix-Vector", "Elementwise", "Sumvectors")
 SAMPLE = 6
@@ -48,12 +45,10 @@ def sample(configs: list, n: int) -> list:
 def cases(quick: bool):
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = KERNELS / gpu
-        for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+        for path in sorted(kernel_dir(gpu).glob("*.json")):
             k0 = load_kernel(path)
             for wgs in GRIDS[:1] if quick else GRIDS:
-                movement = [(p, f, wgs if s and s == k0.work_groups else s) for p, f, s in k0.movement]
-                k = dataclasses.replace(k0, work_groups=wgs, movement=movement)
+                k = hardware.regrid(k0, wgs)
                 m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
                 p = space.plan(m, g, work)
                 for cfg in sample(search.candidates(work, m, p.tiles, p.slot_choices), SAMPLE):
@@ -70,9 +65,8 @@ def cases(quick: bool):
 
 def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
     """Which extrapolations simulate() applies (as it decides) and the full run's steps a slot."""
-    model = sim.Model(m, work, cfg, passes=1)
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    per_slot = math.ceil(model.wgs / model.occ)
+    per_slot = math.ceil(sim.per_cu(m, work.work_groups or m.cus) / sim.residents(m, work, cfg))
     used = []
     if steps > STEP_RUNS[1] * 2 and max(cfg.slots) < STEP_RUNS[0] and streams_privately(work, cfg.tile):
         used.append("steps")

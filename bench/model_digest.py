@@ -23,12 +23,12 @@ from pathlib import Path
 
 from quco.gst import tables
 from quco.kernel.format import load_kernel
+from quco.paper.ours import kernel_dir
 from quco.perfmodel import hardware, search, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
+from quco.util import atomic
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "quco" / "examples" / "kernels"
 GRID_KERNELS = ("Dot-Product", "Matrix-Vector", "Elementwise")
 GRIDS = (256, 4096, 32768)
 
@@ -57,8 +57,7 @@ def collect(quick: bool = False) -> dict:
     out: dict = {}
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        own = KERNELS / gpu
-        for path in sorted((own if own.is_dir() else KERNELS).glob("*.json")):
+        for path in sorted(kernel_dir(gpu).glob("*.json")):
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             tag = f"{gpu} {path.stem}"
@@ -112,7 +111,7 @@ def main() -> int:
           f"{PRUNED['spaces']}; they evaluate {PRUNED['evaluated']:,} of {PRUNED['configurations']:,} configurations"
           + (f"; differ: {PRUNED['differ'][:8]}" if PRUNED["differ"] else ""))
     if args.out:
-        Path(args.out).write_text(json.dumps(values, sort_keys=True, indent=0))
+        atomic.write_text(args.out, json.dumps(values, sort_keys=True, indent=0))
     if args.compare:
         old = json.loads(Path(args.compare).read_text())
         values = json.loads(json.dumps(values))  # tuples as the file has them (lists)

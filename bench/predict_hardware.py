@@ -74,11 +74,11 @@ def predict(m, rows: list[hardware.Measurement], grid: dict, label: str | None) 
         n = grid.get(name, grid.get(None))
         if n is not None:
             extra.setdefault((name, label or f"wg{n}", n), {}).update({(r.tile, r.slots): r for r in rs})
-    todo = [(k, rs, True) for k, rs in groups.items()]
-    todo += [((name, size, n), [dataclasses.replace(r, size=size, work_groups=n, bytes=None) for _, r in sorted(by.items())],
-              False) for (name, size, n), by in extra.items()]
+    todo = list(groups.items())
+    todo += [((name, size, n), [dataclasses.replace(r, size=size, work_groups=n, bytes=None) for _, r in sorted(by.items())])
+             for (name, size, n), by in extra.items()]
     out = []
-    for (name, size, wgs), rs, _ in todo:
+    for (name, size, wgs), rs in todo:
         work = Work.of(hardware.scaled_kernel(name, wgs))
         flat = hardware.unpipelined_tiles(m, work, rs)
         for r, p in zip(rs, hardware.points(m, work, rs)):

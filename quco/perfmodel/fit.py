@@ -42,6 +42,7 @@ from scipy import optimize
 from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from .params import Machine
+from .sim import per_cu
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -81,6 +82,11 @@ def _clean(rows: list[Measurement]) -> list[Measurement]:
     return [r for r in rows if (r.kernel, r.size, r.tile, r.slots) not in bad]
 
 
+def _att_rows(rows: list[Measurement], size: str, kernels) -> list[Measurement]:
+    """The TMA rows of `size` and `kernels` that ran, outliers left out: what every stage fits on."""
+    return [r for r in _clean(rows) if r.variant == "att" and r.fits and r.size == size and r.kernel in kernels]
+
+
 def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
     """measured_residency of row `r` as hardware.points judges it: a tile whose one-step loop
     was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x size) holds one
@@ -103,9 +109,8 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
     instruction count takes on the CU's pools)."""
     lo, hi = STAGE_SLOTS
     by: dict = {}
-    for r in _clean(rows):
-        if (r.variant == "att" and r.fits and r.size == size and r.kernel in kernels
-                and lo <= r.slots <= hi):
+    for r in _att_rows(rows, size, kernels):
+        if lo <= r.slots <= hi:
             by.setdefault((r.kernel, r.tile, r.work_groups), []).append(r)
     out = []
     for (kernel, tile, wgs_total), rs in sorted(by.items()):
@@ -116,7 +121,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if any(_residency(m, work, r, rows) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
-        wgs = math.ceil(wgs_total / min(m.cus, wgs_total))
+        wgs = per_cu(m, wgs_total)
         per_instr = _step_terms(m, work, tile)[3]
         out.append({"kernel": kernel, "tile": tile, "work_groups": wgs_total, "slope_us": slope,
                     "instr": slope * m.clock_mhz / (wgs * per_instr), "us_per_instr": wgs * per_instr / m.clock_mhz,
@@ -154,8 +159,8 @@ def stage_cross(m: Machine, rows: list[Measurement]) -> list[dict]:
 def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
     out = []
-    for r in _clean(rows):
-        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.slots < MIN_SLOTS:
+    for r in _att_rows(rows, size, kernels):
+        if r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
@@ -163,7 +168,7 @@ def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=C
         if _residency(m, work, r, rows) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         cycles_per_step = r.time_us * m.clock_mhz / (wgs * steps)
         # less the stage cost (m.stage_instr a stage, once per work-group), spread over its steps
         depth = max(measured_config(work, r.tile, r.slots).slots)
@@ -191,13 +196,12 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
     chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
     launch) x clock / (steps x instructions per step); the median over the rows."""
     per, used = [], []
-    for r in _clean(rows):
-        if (r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile > 256
-                or r.slots < MIN_SLOTS):
+    for r in _att_rows(rows, size, kernels):
+        if r.tile > 256 or r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         if _residency(m, work, r, rows) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
@@ -220,18 +224,17 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
     operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
     out = []
-    for r in _clean(rows):
-        if r.variant != "att" or not r.fits or r.size != size or r.kernel not in kernels or r.tile < STREAM_TILE:
+    for r in _att_rows(rows, size, kernels):
+        if r.tile < STREAM_TILE:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
-        wgs = math.ceil(r.work_groups / min(m.cus, r.work_groups))
+        wgs = per_cu(m, r.work_groups)
         occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
-        total = r.work_groups * (work.moved_bytes() + work.output_bytes)
-        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz) + m.launch / m.clock_mhz
+        bound_us = _dram_us(m, work, r.work_groups) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
 
@@ -269,8 +272,7 @@ def fit_launch(m: Machine, gst: bytes, rows: list[Measurement], size: str = "pap
     gaps, used = {}, []
     for res in compare(picked, gst, kernels=kernels, m=m0):
         work = Work.of(scaled_kernel(res["kernel"], res["work_groups"]))
-        total = res["work_groups"] * (work.moved_bytes() + work.output_bytes)
-        bound_us = total / (m.dram_bytes_per_cycle * m.clock_mhz)
+        bound_us = _dram_us(m, work, res["work_groups"])
         for p in res["points"]:
             if p.model_us is not None and p.model_us <= bound_us / 0.8:
                 gaps.setdefault(res["kernel"], []).append(1000.0 * (p.measured_us - p.model_us))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,12 +127,22 @@ def read(path) -> list[Measurement]:
     return out
 
 
-def scaled_kernel(name: str, work_groups: int):
-    """The bundled kernel `name` with its grid set to `work_groups`; an operand every
-    work-group shares (shared_by = the file's grid) stays shared by the whole new grid."""
-    k = load_kernel(EXAMPLES / KERNEL_FILES[name])
+def regrid(k, work_groups: int):
+    """Kernel `k` with its grid set to `work_groups`; an operand every work-group shares
+    (shared_by = the file's grid) stays shared by the whole new grid."""
     movement = [(p, f, work_groups if s and s == k.work_groups else s) for p, f, s in k.movement]
     return dataclasses.replace(k, work_groups=work_groups, movement=movement)
+
+
+@functools.lru_cache(maxsize=None)
+def _bundled(name: str):
+    # read and checked once a process: the fits ask for the same few files once per row
+    return load_kernel(EXAMPLES / KERNEL_FILES[name])
+
+
+def scaled_kernel(name: str, work_groups: int):
+    """The bundled kernel `name` with its grid set to `work_groups` (regrid)."""
+    return regrid(_bundled(name), work_groups)
 
 
 @dataclass
@@ -199,15 +210,18 @@ def points(m, work: Work, measured: list[Measurement]) -> list[Point]:
     (measured_config) and its residency (measured_residency: its own shared-memory layout, not
     QuCo's unit's, which holds `slots` tiles a queue and counts barriers against the GST's
     barrier_limit; the model's LDS limit is lifted so that the measured one applies)."""
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
     flat = unpipelined_tiles(m, work, measured)
-    out = []
-    for r in measured:
-        cfg = measured_config(work, r.tile, r.slots)
-        occ = measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
-        out.append(Point(r.tile, r.slots, r.time_us,
-                         evaluate(free, work, cfg, max_occupancy=occ).ns / 1000.0 if occ >= 1 else None))
-    return out
+    return [Point(r.tile, r.slots, r.time_us, model_us(m, work, r.tile, r.slots, flat)) for r in measured]
+
+
+def model_us(m, work: Work, tile: int, slots: int, flat: set[int]) -> float | None:
+    """The model's time (us) of one measured configuration, as `points` gives it (`flat`: the
+    kernel's unpipelined_tiles); None where the measured kernel fits no work-group."""
+    occ = measured_residency(m, work, tile, slots, pipelined=tile not in flat)
+    if occ < 1:
+        return None
+    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
+    return evaluate(free, work, measured_config(work, tile, slots), max_occupancy=occ).ns / 1000.0
 
 
 def summarise(pts: list[Point], pick: Config | None = None) -> dict:

@@ -46,9 +46,14 @@ RANGES = {
 }
 
 
+def _expected(key: str) -> str:
+    lo, hi, integer, doc = RANGES[key]
+    return f"expected {'an integer' if integer else 'a number'} {lo}..{hi} ({doc})"
+
+
 def _number(where: str, key: str, v) -> float | int:
     lo, hi, integer, doc = RANGES[key]
-    expected = f"expected {'an integer' if integer else 'a number'} {lo}..{hi} ({doc})"
+    expected = _expected(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
         raise GstFileError(f"{where}: [model].{key}: {toml_value(v)} is {toml_kind(v)}, "
                            f"not {'an integer' if integer else 'a number'}; {expected}")
@@ -77,9 +82,7 @@ def check(model, where: str) -> dict:
                 raise GstFileError(f"{where}: [model].{key}.source: {toml_value(source)} {what}; expected a string "
                                    f"of at most {tables.MAX_SOURCE_CHARS} characters")
             if "value" not in entry:
-                lo, hi, integer, doc = RANGES[key]
-                raise GstFileError(f"{where}: [model].{key}.value: missing; expected "
-                                   f"{'an integer' if integer else 'a number'} {lo}..{hi} ({doc})")
+                raise GstFileError(f"{where}: [model].{key}.value: missing; {_expected(key)}")
         out[key] = _number(where, key, entry.get("value") if isinstance(entry, dict) else entry)
     return out
 

@@ -168,13 +168,25 @@ def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
     return max(0, min(by_lds, by_barriers, waves))
 
 
+def per_cu(m: Machine, work_groups: int) -> int:
+    """Work-groups the busiest CU runs: the grid spread over the CUs that get work."""
+    return math.ceil(work_groups / min(m.cus, work_groups))
+
+
+def residents(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occupancy: int = 0) -> int:
+    """Work-groups the busiest CU holds at once: as many as fit (occupancy), at most those it
+    runs and `max_occupancy` when given."""
+    wgs = per_cu(m, work.work_groups or m.cus)
+    return min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs)
+
+
 class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
                  max_occupancy: int = 0, passes: int = 0):
         self.m, self.work, self.cfg, self.mode, self.tracing = m, work, cfg, mode, trace
-        cus_used = self.cus_used = min(m.cus, work.work_groups or m.cus)  # CUs that get work
-        self.wgs = math.ceil((work.work_groups or m.cus) / cus_used)
-        self.occ = min(occupancy(m, work, cfg, mode), self.wgs, max_occupancy or self.wgs)
+        self.cus_used = min(m.cus, work.work_groups or m.cus)  # CUs that get work
+        self.wgs = per_cu(m, work.work_groups or m.cus)
+        self.occ = residents(m, work, cfg, mode, max_occupancy)
         if self.occ < 1:
             raise ValueError(f"{cfg} does not fit one work-group on a CU")
         # DRAM and L2 are shared by the whole GPU: the busiest CU gets the share of its part of
@@ -592,8 +604,7 @@ def simulate(m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool
         return period * math.ceil(math.ceil(n / steps) / period)
     # several resident work-groups start in step and settle into their interleaving over
     # some passes (H100 Matrix-Matrix 512/6+5: 6): the window starts after WARM_STEPS more
-    wgs = math.ceil((work.work_groups or m.cus) / min(m.cus, work.work_groups or m.cus))
-    if WARM_STEPS and min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs) > 1:
+    if WARM_STEPS and residents(m, work, cfg, mode, max_occupancy) > 1:
         short += periods(WARM_STEPS)
     long_ = short + periods(WINDOW_STEPS)
     a = None if exact or short + long_ >= work.passes else Model(m, work, cfg, mode, False, max_occupancy, short)

@@ -24,16 +24,14 @@ not a cost per work-group.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 from scipy import optimize
 
 from .fit import FAMILIES, _clean, _residency
-from .hardware import (COMPARED, Measurement, measured_config, measured_residency, scaled_kernel,
-                       unpipelined_tiles)
+from .hardware import COMPARED, Measurement, model_us, scaled_kernel, unpipelined_tiles
 from .params import Machine
-from . import search
+from .sim import per_cu
 from .work import Work
 
 PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it is linear above 0)
@@ -41,16 +39,6 @@ PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it i
 
 def _with(m: Machine, ns: float) -> Machine:
     return dataclasses.replace(m, turnover=ns * m.clock_mhz / 1000.0)
-
-
-def _model_us(m: Machine, work: Work, r: Measurement, flat: set) -> float | None:
-    """The model's time of measured row `r`, as hardware.points gives it (its pipelining depth,
-    its measured residency, the LDS limit lifted); None where it does not fit."""
-    occ = measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
-    if occ < 1:
-        return None
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return search.evaluate(free, work, measured_config(work, r.tile, r.slots), max_occupancy=occ).ns / 1000.0
 
 
 def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> list[dict]:
@@ -68,7 +56,7 @@ def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> 
     out = []
     for (kernel, size, wgs_total), group in groups.items():
         work = Work.of(scaled_kernel(kernel, wgs_total))
-        turns = math.ceil(wgs_total / min(m.cus, wgs_total)) - 1
+        turns = per_cu(m, wgs_total) - 1
         if turns < 1:
             continue
         flat = unpipelined_tiles(m, work, group)
@@ -78,11 +66,12 @@ def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> 
             if occ[(r.tile, r.slots)] != 1 or not refs:
                 continue
             ref = max(refs, key=lambda x: x.slots)
-            a0, b0 = _model_us(m0, work, r, flat), _model_us(m0, work, ref, flat)
+            a0, b0 = model_us(m0, work, r.tile, r.slots, flat), model_us(m0, work, ref.tile, ref.slots, flat)
             if a0 is None or b0 is None:
                 continue
             model = a0 - b0
-            sens = ((_model_us(m1, work, r, flat) - _model_us(m1, work, ref, flat)) - model) / (PROBE_NS / 1000.0)
+            a1, b1 = model_us(m1, work, r.tile, r.slots, flat), model_us(m1, work, ref.tile, ref.slots, flat)
+            sens = ((a1 - b1) - model) / (PROBE_NS / 1000.0)
             out.append({"kernel": kernel, "size": size, "tile": r.tile, "slots": r.slots, "ref_slots": ref.slots,
                         "measured": r.time_us - ref.time_us, "model": model,
                         "residual": r.time_us - ref.time_us - model, "sensitivity": sens, "turns": turns})
