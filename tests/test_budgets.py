@@ -16,7 +16,7 @@ from quco.kernel.format import load_kernel
 ROM_BUDGET = 4800             # bytes of code and constants (the unit has 8 KiB; 4,096 until issue #23 added the
                               # length and barrier-aware LDS bounds, Little per kernel and the slot cap: 4,316;
                               # issue #30's quco+ rule set (integer slots, no CU step): 4,428; its follow-up: 4,376;
-                              # quco+'s neighbour rule: 4,552; quco+ reading the queues' passes: 4,776)
+                              # quco+'s neighbour rule: 4,552; quco+ reading the queues' passes: 4,776; its cap reading passes by group index: 4,724)
 MM_COLD_BUDGET = 1500         # cycles, 9-queue Matrix-Matrix on the R9 Nano, cv32e40p profile
 MM_CACHED_BUDGET = 250        # cycles, the identical relaunch
 # The CV32E40P RTL (Verilator, openhwgroup/cv32e40p with its FPU, zero-wait-state memories) on
