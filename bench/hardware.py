@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from quco.gst import tables
-from quco.perfmodel import hardware, plots
+from quco.perfmodel import hardware, plots, precision
 from quco.harness.evaluate import firmware_config
 
 
@@ -48,6 +48,28 @@ def show(results: list[dict]) -> None:
               f"of {len(med)}")
 
 
+def show_precision(rows, results: list[dict]) -> None:
+    """The file's own noise (twin kernels) and what a model equal to the truth would score."""
+    noise = {n.size: n for n in precision.twin_noise(rows)}
+    if not noise:
+        return
+    print(f"\nMeasurement precision: twin kernels {' / '.join(precision.TWINS)} (same bytes, same loop) "
+          "at the same configuration")
+    print("| size | pairs | median ratio | noise of one measurement | glitches (tile/slots: us vs us) |\n|---|---|---|---|---|")
+    for n in noise.values():
+        glitches = ", ".join(f"{t}/{s}: {a:g} vs {b:g}" for t, s, a, b in n.glitches) or "none"
+        print(f"| {n.size} | {n.pairs} | {n.median_ratio_pct:+.2f}% | {n.sigma_pct:.2f}% | {glitches} |")
+    print("A model equal to the measured times, against one measurement with that noise (1,000 draws): "
+          "rank correlation and the measured cost of its best (median / 90th percentile)")
+    print("| size | kernel | rank: model / ceiling | best's cost: model / perfect model |\n|---|---|---|---|")
+    for r in results:
+        if r["size"] not in noise:
+            continue
+        c = precision.ceiling([p.measured_us for p in r["points"]], noise[r["size"]].sigma_pct / 100)
+        print(f"| {r['size']} | {r['kernel']} | {fmt(r['spearman'], '.2f', '')} / {c['rank']:.3f} | "
+              f"{fmt(r['model_best_cost_pct'])} / {c['cost_pct']:.2f}% / {c['cost_p90_pct']:.2f}% |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file", nargs="?", default=str(hardware.DEFAULT_DATA))
@@ -69,6 +91,7 @@ def main(argv=None) -> int:
     print("| size | kernel | measured | model |\n|---|---|---|---|")
     for r in hardware.att_vs_noatt(rows, gst):
         print(f"| {r['size']} | {r['kernel']} | {r['measured']:.2f} | {fmt(r['model'], '.2f', '')} |")
+    show_precision(rows, results)
     if args.plot:
         for p in plots.hardware(results, args.plot):
             print(f"wrote {p}")

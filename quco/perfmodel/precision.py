@@ -1,0 +1,71 @@
+"""How precise a measurement file is, read from the file itself (issue #29): what a model equal
+to the truth could score against it, so that a target is known to be above the noise.
+
+- **Twin kernels.** Elementwise (c = a * b) and Sumvectors (c = a + b) move the same bytes
+  through the same loop; only the arithmetic differs, and both are memory-bound. At the same
+  grid and configuration their times differ by the noise of two measurements plus what a
+  multiply costs over an add (the median ratio shows that part). The spread of the log ratio
+  (median absolute deviation, scaled to a standard deviation, over sqrt 2) is the noise of
+  one measurement; robust, so that a few disturbed rows do not set it.
+- **Glitches.** A twin pair that differs by more than GLITCH (at least 20 standard deviations
+  here) is one disturbed measurement: listed, not used to estimate the noise.
+- **Ceiling.** Given that noise, a model that knew the true times would still not rank one
+  noisy measurement perfectly, and the configuration it calls best would measure above the
+  measured best by chance. `ceiling` draws the noise (log-normal, seeded: deterministic) and
+  gives both, taking the measured times as the truth.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+TWINS = ("Elementwise", "Sumvectors")
+GLITCH = 0.05      # |log ratio| of a twin pair above which one of the two was disturbed
+MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
+
+
+@dataclass(frozen=True)
+class TwinNoise:
+    size: str
+    pairs: int               # twin configurations compared (glitches included)
+    median_ratio_pct: float  # first twin over second, median, in percent above 1
+    sigma_pct: float         # noise of one measurement (robust), percent
+    glitches: tuple          # (tile, slots, first twin's us, second's us) of the pairs past GLITCH
+
+
+def twin_noise(rows, variant: str = "att") -> list[TwinNoise]:
+    """One TwinNoise per grid size that has both twins measured at common configurations."""
+    times = {(r.kernel, r.size, r.tile, r.slots): r.time_us for r in rows
+             if r.kernel in TWINS and r.variant == variant and r.fits and r.tile and r.time_us}
+    out = []
+    for size in dict.fromkeys(s for _, s, _, _ in times):
+        pairs = [(t, s, times[(TWINS[0], size, t, s)], times[(TWINS[1], size, t, s)])
+                 for (k, z, t, s) in times if k == TWINS[0] and z == size and (TWINS[1], size, t, s) in times]
+        if len(pairs) < 3:
+            continue
+        logs = np.array([math.log(a / b) for _, _, a, b in pairs])
+        clean = logs[np.abs(logs) <= GLITCH]
+        centre = float(np.median(clean))
+        sigma = MAD_TO_SD * float(np.median(np.abs(clean - centre))) / math.sqrt(2)
+        out.append(TwinNoise(size, len(pairs), 100 * math.expm1(centre), 100 * sigma,
+                             tuple(sorted(p for p, d in zip(pairs, logs) if abs(d) > GLITCH))))
+    return out
+
+
+def ceiling(times, sigma: float, draws: int = 1000, seed: int = 0) -> dict:
+    """What a model equal to `times` (the truth) scores against one measurement of them with
+    log-normal noise `sigma` (a fraction): the median Spearman rank correlation, and the median
+    and 90th percentile of the measured cost of its best over the measured best (percent)."""
+    t = np.asarray(times, dtype=float)
+    rng = np.random.default_rng(seed)
+    best = int(np.argmin(t))
+    rho, cost = [], []
+    for _ in range(draws):
+        m = t * np.exp(sigma * rng.standard_normal(len(t)))
+        rho.append(stats.spearmanr(t, m).statistic)
+        cost.append(100 * (m[best] / m.min() - 1))
+    return {"rank": float(np.median(rho)), "cost_pct": float(np.median(cost)),
+            "cost_p90_pct": float(np.percentile(cost, 90))}
