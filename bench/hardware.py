@@ -7,7 +7,8 @@ that file). Per kernel x size: Spearman rank correlation of the model's and the 
 times, the measured cost of the model's best configuration and of QuCo's firmware pick
 (over the measured best), the median relative error of the predicted time, and how many
 configurations lie within 1% of the best measured and modelled; then geomean and worst lines.
---plot writes hardware.png / hardware.svg (measured vs model, log-log, one panel each).
+--plot writes hardware.png / hardware.svg (measured vs model, log-log, one panel each, and under it the
+same times over their own bests up to 1.3x: where the choice is made).
 The rows come from quco.perfmodel.hardware.compare with the firmware's pick (quco.harness.evaluate.firmware_config), as the scorecard's.
 """
 from __future__ import annotations

@@ -194,7 +194,9 @@ def hardware_caption(sources) -> str:
     on = [p for r in results for p in r["points"] if p.model_us is not None]
     text = ("Real hardware (H100): each TMA configuration's measured time against the model's (log-log, one panel "
             "per kernel and grid; dashed: measured = modelled; red ring: the measured best; x: the model's best, "
-            "our Fine-Tuned; colour: slots).")
+            "our Fine-Tuned; colour: slots). Below each panel, where the choice is made: every time over its own "
+            "best, model's and measured, up to 1.3x (shaded: within 2% of the measured best, where the model's best "
+            "should land; triangles: past 1.3x on one side).")
     if not on:
         return text
     below = sum(p.model_us < p.measured_us for p in on)

@@ -221,10 +221,17 @@ def _heat_maps(panels: dict, kind: str, out_dir, stem: str) -> list[Path]:
 
 
 # ---------------------------------------------------------------- measured vs model
+NEAR_SPAN = 1.3   # the zoom panels show times up to 1.3x the best, measured and modelled
+
+
 def hardware(results: list[dict], out_dir, stem: str = "hardware") -> list[Path]:
-    """Measured vs modelled time, log-log, one panel per kernel x size
-    (quco.perfmodel.hardware.compare's rows): a point per configuration, coloured by slots,
-    the diagonal y = x, the measured best ringed and the model's best marked with a cross."""
+    """Measured vs modelled time, one column per kernel x size (quco.perfmodel.hardware.compare's
+    rows). Top: every configuration, log-log, coloured by slots, the diagonal y = x, the measured
+    best ringed and the model's best crossed. Below it, where the choice is made: each time over
+    its own best (model's over the model's best, measured over the measured best) up to NEAR_SPAN,
+    the band the model's best must land in (within 2% of the measured best) shaded; a point past
+    the span is drawn on its edge as a triangle (the model calls it near the best and it is not,
+    or the reverse)."""
     results = [r for r in results if any(p.model_us is not None for p in r["points"])]
     if not results:
         raise ValueError("no compared kernel to plot")
@@ -232,9 +239,10 @@ def hardware(results: list[dict], out_dir, stem: str = "hardware") -> list[Path]
     nrows = math.ceil(len(results) / ncols)
     cmap = colormaps["viridis"]
     with rc_context(STYLE):
-        fig = _figure(3.0 * ncols + 0.8, 2.9 * nrows)
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for ax, r in zip(axes, results):
+        fig = _figure(3.0 * ncols + 0.8, 5.6 * nrows)
+        grid = fig.subplots(2 * nrows, ncols, squeeze=False)
+        pairs = [(grid[2 * (i // ncols), i % ncols], grid[2 * (i // ncols) + 1, i % ncols]) for i in range(nrows * ncols)]
+        for (ax, zoom), r in zip(pairs, results):
             on = [p for p in r["points"] if p.model_us is not None]
             x = np.array([p.model_us for p in on])
             y = np.array([p.measured_us for p in on])
@@ -258,8 +266,32 @@ def hardware(results: list[dict], out_dir, stem: str = "hardware") -> list[Path]
                          else f"{r['kernel']} ({r['size']})", fontsize=8)
             ax.set_xlabel("model (us)")
             ax.set_ylabel("measured (us)")
-        for ax in axes[len(results):]:
+            floor = min(p.measured_us for p in r["points"])
+            _near(zoom, x / x.min(), y / floor, c, cmap, (best.model_us / x.min(), best.measured_us / floor),
+                  (mb.model_us / x.min(), mb.measured_us / floor))
+        for ax, zoom in pairs[len(results):]:
             ax.set_axis_off()
-        sm = fig.colorbar(axes[0].collections[0], ax=list(axes[:len(results)]), shrink=0.8)
+            zoom.set_axis_off()
+        sm = fig.colorbar(pairs[0][0].collections[0], ax=[a for pair in pairs[:len(results)] for a in pair], shrink=0.8)
         sm.set_label("slots (red ring: measured best; x: model's best)")
         return _save(fig, out_dir, stem)
+
+
+def _near(ax, x, y, c, cmap, measured_best, model_best) -> None:
+    """One zoom panel of `hardware`: relative times, clipped to NEAR_SPAN (triangles on the edge)."""
+    edge = NEAR_SPAN
+    ax.axhspan(1.0, 1.02, color="0.85", lw=0)
+    inside = (x <= edge) & (y <= edge)
+    ax.scatter(x[inside], y[inside], c=c[inside], cmap=cmap, vmin=1, vmax=8, s=14, linewidths=0)
+    out = ~inside & ((x <= edge) | (y <= edge))  # near the best on one side only
+    ax.scatter(np.minimum(x[out], edge), np.minimum(y[out], edge), c=c[out], cmap=cmap, vmin=1, vmax=8, s=18,
+               marker="^", linewidths=0, clip_on=False)
+    ax.plot([1.0, edge], [1.0, edge], color="0.5", lw=0.8, ls="--")
+    ax.scatter([min(measured_best[0], edge)], [measured_best[1]], s=70, facecolors="none", edgecolors="red", lw=1.0,
+               clip_on=False)
+    ax.scatter([model_best[0]], [min(model_best[1], edge)], marker="x", s=40, color="black", lw=1.0, clip_on=False)
+    ax.set_xlim(0.99, edge)
+    ax.set_ylim(0.99, edge)
+    ax.set_xlabel("model / model's best")
+    ax.set_ylabel("measured / measured best")
+    ax.set_title(f"near the best (shaded: within 2%; {int(inside.sum())} of {len(x)} shown)", fontsize=7)
