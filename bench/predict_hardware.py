@@ -2,7 +2,7 @@
 preset, written before that GPU's measurements are seen (issue #29's pre-registered predictions).
 
     .venv/bin/python bench/predict_hardware.py --gpu h200 -o OUT.csv [FILE.csv]
-        [--work-groups N | --work-groups KERNEL=N ...] [--label NAME]
+        [--work-groups N[,N...] | --work-groups KERNEL=N[,N...] ...] [--label NAME]
 
 FILE (default: quco/examples/hardware/h100-tma-sweep.csv) gives the grid: per kernel and size
 its work-groups and every (tile, slots) of its `att` rows. OUT has FILE's columns plus
@@ -12,8 +12,8 @@ FILE's for the same row, `fits` whether the measured kernel's shared-memory layo
 `smem_required` where it does not. A one-step tile FILE shows was not pipelined (the compiler
 drops a one-iteration loop with constant bounds: hardware.unpipelined_tiles) is predicted as
 FILE ran it. Only the kernels the model compares (hardware.COMPARED); Matrix-Matrix's measured
-loop nest is not the model's. `--work-groups` adds every kernel's (tile, slots) at a further
-grid size, labelled `--label` (default wg<N>), `bytes` empty there. The first lines are `# `
+loop nest is not the model's. `--work-groups` adds every kernel's (tile, slots) at further
+grid sizes, labelled wg<N> (`--label` names a kernel's only further size), `bytes` empty there. The first lines are `# `
 comments: the preset, the git commit of the model that made them, FILE and its sha256.
 Compare with the real file later: bench/hardware.py REAL.csv --gpu PRESET (which reads the
 measured format only; this file is not one).
@@ -49,15 +49,19 @@ def commit() -> str:
 
 
 def work_groups(specs: list[str]) -> dict:
-    """--work-groups values: {kernel or None (every kernel): N}."""
-    out = {}
+    """--work-groups values: {kernel or None (every kernel): [N, ...]} (repeat the option, or
+    give N,N,... , for several further sizes)."""
+    out: dict = {}
     for s in specs:
-        name, _, n = s.rpartition("=")
+        name, _, ns = s.rpartition("=")
         if name and name not in hardware.COMPARED:
             raise ValueError(f"--work-groups {s!r}: kernel {name!r}: expected one of {', '.join(hardware.COMPARED)}")
-        if not n.isdigit() or not 1 <= int(n) <= 1 << 31:
-            raise ValueError(f"--work-groups {s!r}: {n!r}: expected a whole number 1..{1 << 31}")
-        out[name or None] = int(n)
+        for n in ns.split(","):
+            if not n.isdigit() or not 1 <= int(n) <= 1 << 31:
+                raise ValueError(f"--work-groups {s!r}: {n!r}: expected a whole number 1..{1 << 31}")
+            sizes = out.setdefault(name or None, [])
+            if int(n) not in sizes:
+                sizes.append(int(n))
     return out
 
 
@@ -71,9 +75,10 @@ def predict(m, rows: list[hardware.Measurement], grid: dict, label: str | None) 
             groups.setdefault((r.kernel, r.size, r.work_groups), []).append(r)
     extra: dict = {}
     for (name, _, _), rs in groups.items():
-        n = grid.get(name, grid.get(None))
-        if n is not None:
-            extra.setdefault((name, label or f"wg{n}", n), {}).update({(r.tile, r.slots): r for r in rs})
+        sizes = grid.get(name, grid.get(None, []))
+        for n in sizes:
+            tag = label if label and len(sizes) == 1 else f"wg{n}"
+            extra.setdefault((name, tag, n), {}).update({(r.tile, r.slots): r for r in rs})
     todo = list(groups.items())
     todo += [((name, size, n), [dataclasses.replace(r, size=size, work_groups=n, bytes=None) for _, r in sorted(by.items())])
              for (name, size, n), by in extra.items()]
@@ -107,7 +112,8 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu", required=True, choices=tables.preset_names())
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--work-groups", action="append", default=[], metavar="[KERNEL=]N")
-    ap.add_argument("--label", help="the size label of the --work-groups rows (default wg<N>)")
+    ap.add_argument("--label", help="the size label of the --work-groups rows where a kernel has one further "
+                    "size (default, and with several: wg<N>)")
     args = ap.parse_args(argv)
     try:
         grid = work_groups(args.work_groups)
@@ -122,7 +128,8 @@ def main(argv=None) -> int:
     header = [f"predicted by bench/predict_hardware.py before any measurement of this GPU: preset {args.gpu}, "
               f"model at git commit {commit()}",
               f"grid of {source.name} (sha256 {hashlib.sha256(source.read_bytes()).hexdigest()})"
-              + ("".join(f"; {k or 'every kernel'} also at {n} work-groups" for k, n in grid.items())),
+              + ("".join(f"; {k or 'every kernel'} also at {', '.join(map(str, ns))} work-groups"
+                         for k, ns in grid.items())),
               "time_us and gbps empty: nothing measured; model_us: the model's time (us); compare: "
               "bench/hardware.py REAL.csv --gpu " + args.gpu]
     try:

@@ -49,7 +49,23 @@ def test_predictions_are_the_comparisons_model_in_the_measured_format(tmp_path):
         hardware.read(out)
 
 
+def test_several_further_sizes_each_its_own_label(tmp_path):
+    src, out = tmp_path / "grid.csv", tmp_path / "pred.csv"
+    src.write_text("\n".join(GRID) + "\n")
+    assert predict.main([str(src), "--gpu", "h200", "-o", str(out), "--work-groups", "512,1024"]) == 0
+    rows = [r for r in csv.DictReader(line for line in out.read_text().splitlines() if not line.startswith("#"))]
+    assert [(r["size"], r["work_groups"], r["slots"]) for r in rows] == [
+        ("paper", "256", "7"), ("paper", "256", "8"), ("wg512", "512", "7"), ("wg512", "512", "8"),
+        ("wg1024", "1024", "7"), ("wg1024", "1024", "8")]
+    assert "every kernel also at 512, 1024 work-groups" in out.read_text().splitlines()[1]
+    # a repeated size counts once; a kernel's own sizes replace the every-kernel ones
+    assert predict.work_groups(["512,1024", "1024", "Elementwise=64"]) == {None: [512, 1024], "Elementwise": [64]}
+    t = {r["work_groups"]: float(r["model_us"]) for r in rows if r["slots"] == "7"}
+    assert t["256"] < t["512"] < t["1024"]
+
+
 @pytest.mark.parametrize("args, says", [
+    (["--work-groups", "512,x"], "'x': expected a whole number"),
     (["--work-groups", "Foo=3"], "kernel 'Foo'"),
     (["--work-groups", "0"], "'0': expected a whole number"),
 ])
