@@ -42,7 +42,7 @@ import simpy
 
 from .memory import Pipes, hit_fractions
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
-from .params import Machine, const
+from .params import Machine, const, dram_efficiency
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # rounds of work-groups simulated at least before the rest is extrapolated (Model.run)
@@ -180,6 +180,23 @@ def residents(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occupa
     return min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs)
 
 
+def loaded_delay(s: float, r0: float, w: float) -> float:
+    """Queueing delay S u / (1 - u) of a closed loop that keeps w cycles' worth of bytes in flight
+    (bytes over the rate) with an idle round trip r0: u solves u (r0 + S u / (1 - u)) = w, i.e.
+    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) it takes."""
+    if s <= 0 or w <= 0:
+        return 0.0
+    a, b = s - r0, r0 + w
+    if abs(a) < 1e-12:
+        u = w / b
+    else:
+        d = math.sqrt(b * b + 4.0 * a * w)
+        u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
+    # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
+    # for a closed loop): the delay is what the smooth curve adds over that sharp knee
+    return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
+
+
 class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
                  max_occupancy: int = 0, passes: int = 0):
@@ -239,6 +256,7 @@ class Model:
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
         # (where the barrier code runs there: code_on_pools)
+        self.lat_dram = m.lat_dram + self._loaded_delay()
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -268,13 +286,34 @@ class Model:
                 i = j
         return out
 
+    def _loaded_delay(self) -> float:
+        """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles): the
+        configuration keeps W bytes of reads in flight on the CU (each queue's slots, at most its
+        tiles a pass, of the bytes that miss the L2; NoATT: a step's loads); at utilisation u of
+        the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u), and the closed
+        loop moves W per round trip: u x rate = W / (R0 + S u / (1 - u)) (loaded_delay)."""
+        if not self.m.dram_queue:
+            return 0.0
+        w = self.work
+        inflight = 0.0
+        for g in self.groups:
+            if g.resident:
+                continue
+            depth = 1 if self.mode == "noatt" else min(g.slots, g.tiles)
+            inflight += depth * g.tile_bytes * (1.0 - g.hit_fresh)
+        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
+        read_share = reads / (reads + w.output_bytes) if reads else 1.0
+        rate = self.pipes.dram_rate * dram_efficiency(self.request_bytes) * read_share
+        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
+        return loaded_delay(self.m.dram_queue, r0, self.occ * inflight / rate)
+
     # ---------------------------------------------------------------- shared resources
     def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
         part once the earlier ones leave room (_admit)."""
-        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         cap = self.inflight_cap
