@@ -193,7 +193,8 @@ def loaded_delay(s: float, r0: float, w: float) -> float:
         d = math.sqrt(b * b + 4.0 * a * w)
         u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
     # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
-    # for a closed loop): the delay is what the smooth curve adds over that sharp knee
+    # for a closed loop): the delay is what the smooth curve adds over that sharp knee: 0 at no
+    # load, the most near the knee (w = r0), one service S deep in saturation
     return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
 
 
