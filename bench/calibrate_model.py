@@ -360,7 +360,8 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured
     streaming row implies (reads in flight an SM, Triton's slots - 1 tiles a queue of the resident
     work-groups, over the SM's read rate, the launch taken off) by DRAM utilisation, beside the
-    M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S (0: the model without it)."""
+    M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S and way of finding u (S 0: the
+    shipped model; every preset carries dram_queueing 0); last, the ties the closed loop breaks."""
     import dataclasses
     import math
     from quco.perfmodel import hardware as hw
@@ -369,7 +370,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     m = machine(tables.unpack(gst))
     rows = hw.read(path)
     ns = 1000.0 / m.clock_mhz
-    r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue * ns
+    r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue * ns  # S from the GST (presets: mode 0, off)
     peak = m.dram_bytes_per_cycle * m.clock_mhz / 1000.0  # GB/s = B/ns, the sustained copy ceiling
     bins: dict = {}
     for r in rows:
@@ -398,20 +399,31 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
         print(f"| {b / 10:.1f}-{(b + 1) / 10:.1f} | {cells[0]} | {cells[1]} | {r0 + s_ns * u / (1 - u):.0f} |")
     print(f"\nloaded_delay (cycles) of a closed loop at R0 = {r0 / ns:.0f} cycles, S = {m.dram_queue:.0f}: "
           + ", ".join(f"w {f:g} R0: {loaded_delay(m.dram_queue, r0 / ns, f * r0 / ns):.0f}" for f in (0.25, 0.5, 1, 2, 4)))
-    print("\nthe #29 figures by S (ns; the GST's S is lat_dram - lat_l2 of the measured chains):")
-    print("| S | size | rank >= 0.9 | min rank | model best: geomean, worst | within 2% | max median err | "
-          "signed err |\n|---|---|---|---|---|---|---|---|")
-    for s in (0.0, 50.0, 100.0, s_ns, 300.0, 400.0, 600.0):
-        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue=s / ns))
+    print("\nthe #29 figures by S (ns; lat_dram - lat_l2 of the measured chains is the physical one) and how u "
+          "is found (1: the closed loop of the configuration's bytes in flight; 2: the simulated utilisation "
+          "over the last idle round trip); S 0 is the shipped model:")
+    print("| S | u | size | rank >= 0.9 | min rank | model best: geomean, worst | within 2% | max median err | "
+          "signed err |\n|---|---|---|---|---|---|---|---|---|")
+    for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
+                    (100.0, 2), (s_ns, 2), (400.0, 2)):
+        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
             rho = [r["spearman"] for r in rs]
             cost = [r["model_best_cost_pct"] for r in rs]
             med = [r["median_error_pct"] for r in rs]
             sg = [r["mean_signed_error_pct"] for r in rs]
-            print(f"| {s:.0f} | {size} | {sum(x >= 0.9 for x in rho)} of {len(rs)} | {min(rho):.2f} | "
+            print(f"| {s:.0f} | {mode} | {size} | {sum(x >= 0.9 for x in rho)} of {len(rs)} | {min(rho):.2f} | "
                   f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {sum(c <= 2 for c in cost)} | {max(med):.1f}% | "
                   f"{min(sg):+.1f}..{max(sg):+.1f}% |")
+    print("\nwhat moves the model's best on the paper grid (closed loop at the GST's S): the model's times (us) "
+          "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
+    paper = [r for r in rows if r.size == "paper"]
+    for mode in (0, 1):
+        res = hw.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
+        pts = {(p.tile, p.slots): p for p in res[0]["points"]}
+        print(f"  u {mode}: " + ", ".join(f"8192/{k} {pts[(8192, k)].model_us:.4f} (measured {pts[(8192, k)].measured_us})"
+                                          for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ bytes take to arrive through the CU's share of the L2, the DRAM and the fill pat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 
 from .params import Machine, const, dram_efficiency
 
@@ -50,6 +51,8 @@ class Pipes:
     l2_free: float = 0.0
     fabric_free: float = 0.0
     dram_bytes: float = 0.0
+    track: bool = False  # keep the DRAM share's service intervals (utilisation; latency under load)
+    busy: deque = field(default_factory=deque)  # those intervals (start, end), in order
 
     @classmethod
     def of(cls, m: Machine, cus_used: float, dram_factor: float = 1.0) -> "Pipes":
@@ -64,6 +67,8 @@ class Pipes:
         if dram > 0:
             start = max(ready, self.dram_free)
             self.dram_free = start + dram / (self.dram_rate * dram_efficiency(desc_bytes))
+            if self.track:
+                self.busy.append((start, self.dram_free))
             self.dram_bytes += dram
             done = self.dram_free
         # every byte a CU reads passes through an L2 slice, hit or miss (a miss fills it)
@@ -78,8 +83,19 @@ class Pipes:
         """Results written back: through the fill path and the DRAM share (streaming writes)."""
         start = max(ready, self.dram_free)
         self.dram_free = start + nbytes / self.dram_rate
+        if self.track:
+            self.busy.append((start, self.dram_free))
         self.dram_bytes += nbytes
         return self.dram_free
+
+    def utilisation(self, t: float, window: float) -> float:
+        """The fraction of [t - window, t] the DRAM share served (the service booked so far;
+        `t` does not go back in time between calls: older intervals are dropped)."""
+        busy, lo = self.busy, t - window
+        while busy and busy[0][1] <= lo:
+            busy.popleft()
+        served = sum(max(0.0, min(e, t) - max(s, lo)) for s, e in busy if s < t)
+        return min(1.0, served / window) if window > 0 else 0.0
 
     @property
     def free(self) -> float:

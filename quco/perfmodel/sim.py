@@ -198,6 +198,18 @@ def loaded_delay(s: float, r0: float, w: float) -> float:
     return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
 
 
+def queue_delay(s: float, r0: float, u: float) -> float:
+    """loaded_delay at a known utilisation u: the closed loop's round trip RT = r0 + S u / (1 - u)
+    over the FIFO's max(r0, u RT); 0 at u = 0, S at u = 1."""
+    if s <= 0 or u <= 0:
+        return 0.0
+    if u >= 1.0:
+        return s
+    rt = r0 + s * u / (1.0 - u)
+    return max(0.0, rt - max(r0, u * rt))
+
+
+
 class Model:
     def __init__(self, m: Machine, work: Work, cfg: Config, mode: str = "att", trace: bool = False,
                  max_occupancy: int = 0, passes: int = 0):
@@ -243,6 +255,7 @@ class Model:
         # DRAM row-buffer locality, dram_stream_cost of its rate each
         streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
         self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
+        self.pipes.track = m.dram_queue_mode == 2
         # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
         # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
         self.request_bytes = cfg.tile * work.queues[0].elem_size
@@ -257,7 +270,8 @@ class Model:
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
         # (where the barrier code runs there: code_on_pools)
-        self.lat_dram = m.lat_dram + self._loaded_delay()
+        # latency under load (dram_queue_mode 1: from the configuration's bytes in flight, once)
+        self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 else 0.0)
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -293,8 +307,6 @@ class Model:
         tiles a pass, of the bytes that miss the L2; NoATT: a step's loads); at utilisation u of
         the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u), and the closed
         loop moves W per round trip: u x rate = W / (R0 + S u / (1 - u)) (loaded_delay)."""
-        if not self.m.dram_queue:
-            return 0.0
         w = self.work
         inflight = 0.0
         for g in self.groups:
@@ -315,6 +327,10 @@ class Model:
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
         part once the earlier ones leave room (_admit)."""
         lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
+        if self.m.dram_queue_mode == 2 and hit < 1.0:
+            # latency under load from the DRAM share's utilisation over the last idle round trip
+            r0 = self.m.lat_att + self.m.lat_dram
+            lat += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         cap = self.inflight_cap
