@@ -365,7 +365,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     import dataclasses
     import math
     from quco.perfmodel import hardware as hw
-    from quco.perfmodel.sim import loaded_delay
+    from quco.perfmodel.memory import loaded_delay
     gst = tables.load(gpu)
     m = machine(tables.unpack(gst))
     rows = hw.read(path)

@@ -1,8 +1,8 @@
 """Latency under load (issue #29: the paper grid's mid tiles; evaluated, not shipped: every preset
 carries dram_queueing 0): a DRAM round trip grows with the DRAM's utilisation u as an M/M/1
 station's residence, R0 + S u / (1 - u), S the DRAM's part of the idle round trip (lat_dram -
-lat_l2); u from the closed loop of a configuration's bytes in flight (mode 1, sim.loaded_delay) or
-from the simulated utilisation (mode 2, sim.queue_delay); the model's FIFO share, which already
+lat_l2); u from the closed loop of a configuration's bytes in flight (mode 1, memory.loaded_delay) or
+from the simulated utilisation (mode 2, memory.queue_delay); the model's FIFO share, which already
 queues a full pipe's bytes, gets only what the smooth curve adds over its sharp knee. Closed forms
 computed here, the presets' switch, and the H100 finding (bench/calibrate_model.py --loaded)."""
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from quco.gst import tables
 from quco.perfmodel import hardware
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import loaded_delay, queue_delay, simulate
+from quco.perfmodel.memory import loaded_delay, queue_delay
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import STREAMING, Config, Queue, Work
 
 R9 = machine(tables.unpack(tables.load("r9-nano")))

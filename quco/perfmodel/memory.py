@@ -13,11 +13,14 @@ bytes take to arrive through the CU's share of the L2, the DRAM and the fill pat
   CU's fill path (FABRIC_BYTES_PER_CYCLE). A transfer is done when its DRAM part and all its
   bytes have gone through.
 - **Latency.** ATT latency (ATT mode) plus an L2 round trip if every byte hits, else a DRAM
-  round trip (the tile is complete when its last line is).
+  round trip (the tile is complete when its last line is). Under load (`dram_queueing`, off in
+  every preset: evaluated on the H100, docs/perf-model.md) the DRAM round trip grows as an M/M/1
+  station's, S = the DRAM's part of the idle round trip: loaded_delay, queue_delay.
 """
 from __future__ import annotations
 
 from collections import deque
+import math
 from dataclasses import dataclass, field
 
 from .params import Machine, const, dram_efficiency
@@ -39,6 +42,35 @@ def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]
             fresh = 0.0
         out.append((fresh, max(reread, fresh)))
     return out
+
+
+def loaded_delay(s: float, r0: float, w: float) -> float:
+    """Queueing delay S u / (1 - u) of a closed loop that keeps w cycles' worth of bytes in flight
+    (bytes over the rate) with an idle round trip r0: u solves u (r0 + S u / (1 - u)) = w, i.e.
+    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) it takes."""
+    if s <= 0 or w <= 0:
+        return 0.0
+    a, b = s - r0, r0 + w
+    if abs(a) < 1e-12:
+        u = w / b
+    else:
+        d = math.sqrt(b * b + 4.0 * a * w)
+        u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
+    # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
+    # for a closed loop): the delay is what the smooth curve adds over that sharp knee: 0 at no
+    # load, the most near the knee (w = r0), one service S deep in saturation
+    return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
+
+
+def queue_delay(s: float, r0: float, u: float) -> float:
+    """loaded_delay at a known utilisation u: the closed loop's round trip RT = r0 + S u / (1 - u)
+    over the FIFO's max(r0, u RT); 0 at u = 0, S at u = 1."""
+    if s <= 0 or u <= 0:
+        return 0.0
+    if u >= 1.0:
+        return s
+    rt = r0 + s * u / (1.0 - u)
+    return max(0.0, rt - max(r0, u * rt))
 
 
 @dataclass

@@ -117,7 +117,7 @@ class Machine:
     load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
                                        #   through the CU's vector memory path (L1, its MSHRs)
     dram_queue: float = 0.0            # cycles S: the DRAM's queueing delay under load, S x u / (1 - u)
-                                       # at utilisation u (sim.loaded_delay, sim.queue_delay)
+                                       # at utilisation u (memory.loaded_delay, memory.queue_delay)
     dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
                                        # in flight (a closed loop, once); 2: from the simulated utilisation
 
@@ -172,7 +172,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         att_inflight=float(d["att_inflight_lines"] * g["cache_line_bytes"]),
         load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]),
         # latency under load: an M/M/1 station whose idle residence is the DRAM's part of the round
-        # trip (beyond an L2 hit), S = lat_dram - lat_l2 (sim.loaded_delay); evaluated, not shipped
+        # trip (beyond an L2 hit), S = lat_dram - lat_l2 (memory.loaded_delay); evaluated, not shipped
         dram_queue=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]))
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from .memory import Pipes, hit_fractions
+from .memory import Pipes, hit_fractions, loaded_delay, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const, dram_efficiency
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
@@ -178,36 +178,6 @@ def residents(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occupa
     runs and `max_occupancy` when given."""
     wgs = per_cu(m, work.work_groups or m.cus)
     return min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs)
-
-
-def loaded_delay(s: float, r0: float, w: float) -> float:
-    """Queueing delay S u / (1 - u) of a closed loop that keeps w cycles' worth of bytes in flight
-    (bytes over the rate) with an idle round trip r0: u solves u (r0 + S u / (1 - u)) = w, i.e.
-    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) it takes."""
-    if s <= 0 or w <= 0:
-        return 0.0
-    a, b = s - r0, r0 + w
-    if abs(a) < 1e-12:
-        u = w / b
-    else:
-        d = math.sqrt(b * b + 4.0 * a * w)
-        u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
-    # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
-    # for a closed loop): the delay is what the smooth curve adds over that sharp knee: 0 at no
-    # load, the most near the knee (w = r0), one service S deep in saturation
-    return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
-
-
-def queue_delay(s: float, r0: float, u: float) -> float:
-    """loaded_delay at a known utilisation u: the closed loop's round trip RT = r0 + S u / (1 - u)
-    over the FIFO's max(r0, u RT); 0 at u = 0, S at u = 1."""
-    if s <= 0 or u <= 0:
-        return 0.0
-    if u >= 1.0:
-        return s
-    rt = r0 + s * u / (1.0 - u)
-    return max(0.0, rt - max(r0, u * rt))
-
 
 
 class Model:
