@@ -241,7 +241,9 @@ class Model:
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
         # (where the barrier code runs there: code_on_pools)
         # latency under load (dram_queue_mode 1: from the configuration's bytes in flight, once)
-        self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 else 0.0)
+        # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
+        # DRAM is as ideal as its LDS)
+        self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -297,7 +299,7 @@ class Model:
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
         part once the earlier ones leave room (_admit)."""
         lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
-        if self.m.dram_queue_mode == 2 and hit < 1.0:
+        if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
             # latency under load from the DRAM share's utilisation over the last idle round trip
             r0 = self.m.lat_att + self.m.lat_dram
             lat += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
