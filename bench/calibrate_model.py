@@ -356,6 +356,75 @@ def inflight(path: str) -> None:
         per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
         print(f"| {field} | {lines or 'none'} | {ok} | {per} | {max(gain(by) for by in r530.values()):.2f} |")
 
+def loaded(path: str, gpu: str = "h100-sxm") -> None:
+    """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured
+    streaming row implies (reads in flight an SM, Triton's slots - 1 tiles a queue of the resident
+    work-groups, over the SM's read rate, the launch taken off) by DRAM utilisation, beside the
+    M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S and way of finding u (S 0: the
+    shipped model; every preset carries dram_queueing 0); last, the ties the closed loop breaks."""
+    import dataclasses
+    import math
+    from quco.perfmodel import hardware as hw
+    from quco.perfmodel.memory import loaded_delay
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    ns = 1000.0 / m.clock_mhz
+    r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue * ns  # S from the GST (presets: mode 0, off)
+    peak = m.dram_bytes_per_cycle * m.clock_mhz / 1000.0  # GB/s = B/ns, the sustained copy ceiling
+    bins: dict = {}
+    for r in rows:
+        if (r.variant != "att" or not r.fits or not r.tile or r.slots < 2 or r.tile < 512
+                or r.kernel not in ("Elementwise", "ElementwiseK", "Sumvectors")):
+            continue  # the streaming kernels: no reduction or shared operand in the step
+        w = Work.of(hw.scaled_kernel(r.kernel, r.work_groups))
+        per_sm = math.ceil(r.work_groups / m.cus)
+        res = min(hw.measured_residency(m, w, r.tile, r.slots), per_sm)
+        reads = sum(w.pass_length(i) * q.elem_size for i, q in enumerate(w.queues)) * w.passes
+        t = (r.time_us * 1000.0 - m.launch * ns)
+        inflight = res * sum(min(r.slots - 1, w.tiles(i, r.tile)) * min(r.tile, w.pass_length(i)) * q.elem_size
+                             for i, q in enumerate(w.queues))
+        u = (reads + w.output_bytes) * r.work_groups / t / peak
+        b = min(int(u * 10), 9)
+        bins.setdefault((r.size, b), []).append(inflight / (reads * per_sm / t))
+    print(f"implied round trip (ns) of the streaming rows (tiles >= 512, >= 2 slots) by DRAM utilisation "
+          f"(of the {peak:.0f} GB/s ceiling); M/M/1: R0 {r0:.0f} + S {s_ns:.0f} x u / (1 - u):")
+    print("| utilisation | big: rows, median | paper: rows, median | M/M/1 at the bin's middle |\n|---|---|---|---|")
+    for b in range(10):
+        cells = []
+        for size in ("big", "paper"):
+            v = sorted(bins.get((size, b), []))
+            cells.append(f"{len(v)}, {v[len(v) // 2]:.0f}" if v else "-")
+        u = (b + 0.5) / 10
+        print(f"| {b / 10:.1f}-{(b + 1) / 10:.1f} | {cells[0]} | {cells[1]} | {r0 + s_ns * u / (1 - u):.0f} |")
+    print(f"\nloaded_delay (cycles) of a closed loop at R0 = {r0 / ns:.0f} cycles, S = {m.dram_queue:.0f}: "
+          + ", ".join(f"w {f:g} R0: {loaded_delay(m.dram_queue, r0 / ns, f * r0 / ns):.0f}" for f in (0.25, 0.5, 1, 2, 4)))
+    print("\nthe #29 figures by S (ns; lat_dram - lat_l2 of the measured chains is the physical one) and how u "
+          "is found (1: the closed loop of the configuration's bytes in flight; 2: the simulated utilisation "
+          "over the last idle round trip); S 0 is the shipped model:")
+    print("| S | u | size | rank >= 0.9 | min rank | model best: geomean, worst | within 2% | max median err | "
+          "signed err |\n|---|---|---|---|---|---|---|---|---|")
+    for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
+                    (100.0, 2), (s_ns, 2), (400.0, 2)):
+        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue=s / ns, dram_queue_mode=mode))
+        for size in ("big", "paper", "both"):
+            rs = [r for r in res if size in (r["size"], "both")]
+            rho = [r["spearman"] for r in rs]
+            cost = [r["model_best_cost_pct"] for r in rs]
+            med = [r["median_error_pct"] for r in rs]
+            sg = [r["mean_signed_error_pct"] for r in rs]
+            print(f"| {s:.0f} | {mode} | {size} | {sum(x >= 0.9 for x in rho)} of {len(rs)} | {min(rho):.2f} | "
+                  f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {sum(c <= 2 for c in cost)} | {max(med):.1f}% | "
+                  f"{min(sg):+.1f}..{max(sg):+.1f}% |")
+    print("\nwhat moves the model's best on the paper grid (closed loop at the GST's S): the model's times (us) "
+          "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
+    paper = [r for r in rows if r.size == "paper"]
+    for mode in (0, 1):
+        res = hw.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
+        pts = {(p.tile, p.slots): p for p in res[0]["points"]}
+        print(f"  u {mode}: " + ", ".join(f"8192/{k} {pts[(8192, k)].model_us:.4f} (measured {pts[(8192, k)].measured_us})"
+                                          for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
+
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
@@ -365,8 +434,12 @@ if __name__ == "__main__":
     ap.add_argument("--leave-size-out", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
     ap.add_argument("--inflight", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="the per-CU limit on bytes in flight: the H100's lower bound, the paper side's what-ifs")
+    ap.add_argument("--loaded", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="latency under load: the round trips the H100 rows imply, the #29 figures by S")
     args = ap.parse_args()
-    if args.leave_size_out:
+    if args.loaded:
+        loaded(args.loaded)
+    elif args.leave_size_out:
         leave_size_out(args.leave_size_out)
         turnover_report(args.leave_size_out, "size")
     elif args.inflight:

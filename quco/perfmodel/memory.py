@@ -13,11 +13,15 @@ bytes take to arrive through the CU's share of the L2, the DRAM and the fill pat
   CU's fill path (FABRIC_BYTES_PER_CYCLE). A transfer is done when its DRAM part and all its
   bytes have gone through.
 - **Latency.** ATT latency (ATT mode) plus an L2 round trip if every byte hits, else a DRAM
-  round trip (the tile is complete when its last line is).
+  round trip (the tile is complete when its last line is). Under load (`dram_queueing`, off in
+  every preset: evaluated on the H100, docs/perf-model.md) the DRAM round trip grows as an M/M/1
+  station's, S = the DRAM's part of the idle round trip: loaded_delay, queue_delay.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+import math
+from dataclasses import dataclass, field
 
 from .params import Machine, const, dram_efficiency
 
@@ -40,6 +44,35 @@ def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]
     return out
 
 
+def loaded_delay(s: float, r0: float, w: float) -> float:
+    """Queueing delay S u / (1 - u) of a closed loop that keeps w cycles' worth of bytes in flight
+    (bytes over the rate) with an idle round trip r0: u solves u (r0 + S u / (1 - u)) = w, i.e.
+    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) it takes."""
+    if s <= 0 or w <= 0:
+        return 0.0
+    a, b = s - r0, r0 + w
+    if abs(a) < 1e-12:
+        u = w / b
+    else:
+        d = math.sqrt(b * b + 4.0 * a * w)
+        u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
+    # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
+    # for a closed loop): the delay is what the smooth curve adds over that sharp knee: 0 at no
+    # load, the most near the knee (w = r0), one service S deep in saturation
+    return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
+
+
+def queue_delay(s: float, r0: float, u: float) -> float:
+    """loaded_delay at a known utilisation u: the closed loop's round trip RT = r0 + S u / (1 - u)
+    over the FIFO's max(r0, u RT); 0 at u = 0, S at u = 1."""
+    if s <= 0 or u <= 0:
+        return 0.0
+    if u >= 1.0:
+        return s
+    rt = r0 + s * u / (1.0 - u)
+    return max(0.0, rt - max(r0, u * rt))
+
+
 @dataclass
 class Pipes:
     """One CU's memory servers; rates in bytes per cycle."""
@@ -50,6 +83,8 @@ class Pipes:
     l2_free: float = 0.0
     fabric_free: float = 0.0
     dram_bytes: float = 0.0
+    track: bool = False  # keep the DRAM share's service intervals (utilisation; latency under load)
+    busy: deque = field(default_factory=deque)  # those intervals (start, end), in order
 
     @classmethod
     def of(cls, m: Machine, cus_used: float, dram_factor: float = 1.0) -> "Pipes":
@@ -64,6 +99,8 @@ class Pipes:
         if dram > 0:
             start = max(ready, self.dram_free)
             self.dram_free = start + dram / (self.dram_rate * dram_efficiency(desc_bytes))
+            if self.track:
+                self.busy.append((start, self.dram_free))
             self.dram_bytes += dram
             done = self.dram_free
         # every byte a CU reads passes through an L2 slice, hit or miss (a miss fills it)
@@ -78,8 +115,19 @@ class Pipes:
         """Results written back: through the fill path and the DRAM share (streaming writes)."""
         start = max(ready, self.dram_free)
         self.dram_free = start + nbytes / self.dram_rate
+        if self.track:
+            self.busy.append((start, self.dram_free))
         self.dram_bytes += nbytes
         return self.dram_free
+
+    def utilisation(self, t: float, window: float) -> float:
+        """The fraction of [t - window, t] the DRAM share served (the service booked so far;
+        `t` does not go back in time between calls: older intervals are dropped)."""
+        busy, lo = self.busy, t - window
+        while busy and busy[0][1] <= lo:
+            busy.popleft()
+        served = sum(max(0.0, min(e, t) - max(s, lo)) for s, e in busy if s < t)
+        return min(1.0, served / window) if window > 0 else 0.0
 
     @property
     def free(self) -> float:

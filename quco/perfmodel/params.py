@@ -47,7 +47,7 @@ GPU_FIELDS = {
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
     "code_on_pools": 1, "stage_instr": 0, "wg_turnover_ns": 0,
-    "att_inflight_lines": 0, "load_inflight_lines": 0,
+    "att_inflight_lines": 0, "load_inflight_lines": 0, "dram_queueing": 0,
 }
 
 
@@ -116,6 +116,10 @@ class Machine:
                                        # unit waits until earlier bytes are in (sim.Model._admit)
     load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
                                        #   through the CU's vector memory path (L1, its MSHRs)
+    dram_queue: float = 0.0            # cycles S: the DRAM's queueing delay under load, S x u / (1 - u)
+                                       # at utilisation u (memory.loaded_delay, memory.queue_delay)
+    dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
+                                       # in flight (a closed loop, once); 2: from the simulated utilisation
 
     @property
     def flops_per_cycle(self) -> float:
@@ -143,15 +147,16 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
     slices, slice_bytes = d["l2_slices"], d["l2_slice_bytes"]
     clock = core_clock_mhz or nominal
     big = 1 << 40
+    # Table II's latencies are CU round trips to each level: the part of a DRAM round trip beyond
+    # an L2 hit is DRAM time, fixed in ns, so its cycle count scales with the clock
+    lat_dram = g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal
     return Machine(
         clock_mhz=float(clock), cus=active_cus or g["num_cus"],
         lds_bytes=big if unlimited_lds else (lds_bytes or g["lds_bytes"]),
         simd_muls=g["simd_muls_per_cycle"], pools=g["wavefront_pools"],
         # ATT and L2: core cycles at the nominal clock, kept under DVFS (they run on the core clock).
         lat_att=float(g["lat_att_cycles"]), lat_l2=float(g["lat_l2_cycles"]),
-        # Table II's latencies are CU round trips to each level: the part of a DRAM round
-        # trip beyond an L2 hit is DRAM time, fixed in ns, so its cycle count scales with the clock.
-        lat_dram=g["lat_l2_cycles"] + max(g["lat_dram_cycles"] - g["lat_l2_cycles"], 0) * clock / nominal,
+        lat_dram=lat_dram,
         # sustained, not the specification's peak (a measured copy ceiling where there is one)
         dram_bytes_per_cycle=g["dram_bw_mbps"] * d["dram_sustained"] / clock,
         cache_line=g["cache_line_bytes"],
@@ -165,7 +170,10 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
         stage_instr=float(d["stage_instr"]), turnover=d["wg_turnover_ns"] * clock / 1000.0,
         att_inflight=float(d["att_inflight_lines"] * g["cache_line_bytes"]),
-        load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]))
+        load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]),
+        # latency under load: an M/M/1 station whose idle residence is the DRAM's part of the round
+        # trip (beyond an L2 hit), S = lat_dram - lat_l2 (memory.loaded_delay); evaluated, not shipped
+        dram_queue=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

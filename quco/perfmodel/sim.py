@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from .memory import Pipes, hit_fractions
+from .memory import Pipes, hit_fractions, loaded_delay, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
-from .params import Machine, const
+from .params import Machine, const, dram_efficiency
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # rounds of work-groups simulated at least before the rest is extrapolated (Model.run)
@@ -225,6 +225,7 @@ class Model:
         # DRAM row-buffer locality, dram_stream_cost of its rate each
         streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
         self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
+        self.pipes.track = m.dram_queue_mode == 2
         # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
         # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
         self.request_bytes = cfg.tile * work.queues[0].elem_size
@@ -239,6 +240,10 @@ class Model:
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
         # (where the barrier code runs there: code_on_pools)
+        # latency under load (dram_queue_mode 1: from the configuration's bytes in flight, once)
+        # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
+        # DRAM is as ideal as its LDS)
+        self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -268,13 +273,36 @@ class Model:
                 i = j
         return out
 
+    def _loaded_delay(self) -> float:
+        """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles): the
+        configuration keeps W bytes of reads in flight on the CU (each queue's slots, at most its
+        tiles a pass, of the bytes that miss the L2; NoATT: a step's loads); at utilisation u of
+        the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u), and the closed
+        loop moves W per round trip: u x rate = W / (R0 + S u / (1 - u)) (loaded_delay)."""
+        w = self.work
+        inflight = 0.0
+        for g in self.groups:
+            if g.resident:
+                continue
+            depth = 1 if self.mode == "noatt" else min(g.slots, g.tiles)
+            inflight += depth * g.tile_bytes * (1.0 - g.hit_fresh)
+        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
+        read_share = reads / (reads + w.output_bytes) if reads else 1.0
+        rate = self.pipes.dram_rate * dram_efficiency(self.request_bytes) * read_share
+        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
+        return loaded_delay(self.m.dram_queue, r0, self.occ * inflight / rate)
+
     # ---------------------------------------------------------------- shared resources
     def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
         part once the earlier ones leave room (_admit)."""
-        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.m.lat_dram)
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
+        if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
+            # latency under load from the DRAM share's utilisation over the last idle round trip
+            r0 = self.m.lat_att + self.m.lat_dram
+            lat += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         cap = self.inflight_cap
