@@ -47,7 +47,7 @@ GPU_FIELDS = {
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
     "code_on_pools": 1, "stage_instr": 0, "wg_turnover_ns": 0,
-    "att_inflight_lines": 0, "load_inflight_lines": 0,
+    "att_inflight_lines": 0, "load_inflight_lines": 0, "load_release_cycles": 0,
 }
 
 
@@ -116,6 +116,9 @@ class Machine:
                                        # unit waits until earlier bytes are in (sim.Model._admit)
     load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
                                        #   through the CU's vector memory path (L1, its MSHRs)
+    load_release: float = 0.0          # cycles of a load's round trip outside the L1 (the CU's issue
+                                       #   pipeline, the return): its entry is free that long before
+                                       #   the data is at the CU (the L1 frees it when it responds)
 
     @property
     def flops_per_cycle(self) -> float:
@@ -165,7 +168,8 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         dram_stream_cost=float(d["dram_stream_cost"]), code_on_pools=int(d["code_on_pools"]),
         stage_instr=float(d["stage_instr"]), turnover=d["wg_turnover_ns"] * clock / 1000.0,
         att_inflight=float(d["att_inflight_lines"] * g["cache_line_bytes"]),
-        load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]))
+        load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]),
+        load_release=float(d["load_release_cycles"]))
 
 
 def dram_efficiency(nbytes: float) -> float:
