@@ -325,8 +325,10 @@ def _with_limits(values: dict):
 def inflight(path: str) -> None:
     """The per-CU limit on bytes in flight (issue #29): the H100's measured lower bound on an
     SM's ATT limit, on all rows and on each kernel family alone (fit.inflight_floor), then the
-    paper side with MGPUSim's L1V limits (32 MSHRs, a 256-entry reorder buffer; lines of 64
-    bytes) put on the ATT's path or on the wavefronts' own loads (NoATT)."""
+    paper side with MGPUSim's L1V limits (lines of 64 bytes) put on the ATT's path or on the
+    wavefronts' own loads (NoATT): 16 concurrent transactions (the versions the paper can have
+    used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
+    source says about NoATT"."""
     from quco.perfmodel import fit as hwfit, hardware as hw
     gst = tables.load("h100-sxm")
     m = machine(tables.unpack(gst))
@@ -342,9 +344,12 @@ def inflight(path: str) -> None:
     print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
     print("| path | lines | paper Fine-Tuned within 1% (of 16) | R9 Nano ATT/FT over NoATT/FT, per kernel | "
           "Radeon 530 best ATT/FT over NoATT/FT |\n|---|---|---|---|---|")
-    for field, lines in (("-", 0), ("att_inflight_lines", 32), ("att_inflight_lines", 256),
-                         ("load_inflight_lines", 32), ("load_inflight_lines", 256)):
-        orig = _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {})})
+    # the own loads: MGPUSim's L1V (16 transactions, each freed when the L1V responds: the presets'
+    # load_release_cycles), main's first reading (32 held for the whole round trip), the reorder buffer's 128
+    for field, lines, also in (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
+                               ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
+                               ("load_inflight_lines", 128, {})):
+        orig = _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also})
         try:
             pk = picks("r9-nano", False) + picks("mi100", False)
             r9, r530 = rows("r9-nano", ablations=False), rows("radeon-530", ablations=False)
@@ -354,7 +359,8 @@ def inflight(path: str) -> None:
         def gain(by: dict) -> float:
             return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
         per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
-        print(f"| {field} | {lines or 'none'} | {ok} | {per} | {max(gain(by) for by in r530.values()):.2f} |")
+        print(f"| {field} | {lines or 'none'}{' (held the whole round trip)' if also else ''} | {ok} | {per} | "
+              f"{max(gain(by) for by in r530.values()):.2f} |")
 
 def loaded(path: str, gpu: str = "h100-sxm") -> None:
     """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured

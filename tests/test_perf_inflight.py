@@ -67,28 +67,45 @@ def test_a_tile_larger_than_the_limit_goes_in_parts():
     assert parts.cycles - whole.cycles == pytest.approx(n * 3 * RT, rel=0.02)
 
 
-def test_noatt_loads_wait_on_the_load_path_limit_only():
+@pytest.mark.parametrize("release", [0.0, 128.0])
+def test_noatt_loads_wait_on_the_load_path_limit_only(release):
     """NoATT: the wavefronts' own loads pass the CU's vector memory path (load_inflight); a
-    4 KiB step with room for 1 KiB takes 4 round trips instead of one; the ATT's limit does not
-    touch them, nor the load path's the ATT."""
+    4 KiB step with room for 1 KiB goes in 4 parts, each admitted when the one before frees its
+    entries: load_release cycles before its data is in (the L1 frees them when it responds, the
+    CU's own part of the round trip holds none), so the 3 later parts cost 3 x (lat_dram -
+    load_release) more. The ATT's limit does not touch them, nor the load path's the ATT."""
     tile, n = 2048, 16
     w = stream(n * tile)
     cfg = Config(tile, (1,))
-    free = simulate(dataclasses.replace(R9, load_inflight=0.0), w, cfg, mode="noatt")  # (the preset's is 2 KiB)
-    capped = simulate(dataclasses.replace(R9, load_inflight=1024.0), w, cfg, mode="noatt")
-    assert capped.cycles - free.cycles == pytest.approx(n * 3 * R9.lat_dram, rel=0.02)
+    free = simulate(dataclasses.replace(R9, load_inflight=0.0), w, cfg, mode="noatt")  # (the preset's is 1 KiB)
+    capped = simulate(dataclasses.replace(R9, load_inflight=1024.0, load_release=release), w, cfg, mode="noatt")
+    assert capped.cycles - free.cycles == pytest.approx(n * 3 * (R9.lat_dram - release), rel=0.02)
     assert simulate(dataclasses.replace(R9, att_inflight=1024.0, load_inflight=0.0), w, cfg,
                     mode="noatt").cycles == free.cycles
     assert (simulate(dataclasses.replace(R9, load_inflight=1024.0), w, cfg).cycles
             == simulate(R9, w, cfg).cycles)
 
 
+def test_the_load_release_is_noatt_only_and_needs_a_limit():
+    """load_release shortens how long a NoATT load holds its entry; it moves nothing where
+    nothing is limited (no load_inflight) and nothing on the ATT's path, limited or not."""
+    w, cfg = stream(16 * 2048), Config(2048, (1,))
+    base = dataclasses.replace(R9, load_inflight=0.0, load_release=0.0)
+    assert (simulate(dataclasses.replace(base, load_release=128.0), w, cfg, mode="noatt").cycles
+            == simulate(base, w, cfg, mode="noatt").cycles)
+    att = dataclasses.replace(base, att_inflight=1024.0)
+    assert (simulate(dataclasses.replace(att, load_release=128.0), w, Config(TILE, (8,))).cycles
+            == simulate(att, w, Config(TILE, (8,))).cycles)
+
+
 def test_presets_carry_their_limits():
-    """The GPU's own description: MGPUSim's L1V has 32 MSHRs of a 64-byte line for a CU's own
-    loads; no limit on the ATT (its path in the paper's simulator is not known) nor on the
-    H100 (its measurements bound it from below only)."""
-    assert (R9.load_inflight, R9.att_inflight) == (32 * 64, 0.0)
-    assert (H100.load_inflight, H100.att_inflight) == (0.0, 0.0)
+    """The GPU's own description: MGPUSim's L1V (the versions the paper can have used) holds at
+    most 16 transactions of a 64-byte line for a CU's own loads, each from the L1V to its
+    response: the R9 Nano's L1 hit round trip (190) less the L1V's own hit time (62) is the
+    part that holds none; no limit on the ATT (its path in the paper's simulator is not known)
+    nor on the H100 (its measurements bound it from below only)."""
+    assert (R9.load_inflight, R9.load_release, R9.att_inflight) == (16 * 64, 190 - 62, 0.0)
+    assert (H100.load_inflight, H100.load_release, H100.att_inflight) == (0.0, 0.0, 0.0)
 
 
 DATA = hardware.DEFAULT_DATA
@@ -113,6 +130,7 @@ def test_h100_rows_rule_out_a_limit_below_48_kib_an_sm():
 @pytest.mark.parametrize("entry, words", [
     ({"att_inflight_lines": -1}, "[model].att_inflight_lines = -1: out of range 0..1048576"),
     ({"load_inflight_lines": 2.5}, "[model].load_inflight_lines: 2.5 is a float, not an integer"),
+    ({"load_release_cycles": -1}, "[model].load_release_cycles = -1: out of range 0..65536"),
 ])
 def test_a_bad_limit_names_the_field_and_its_range(entry, words):
     with pytest.raises(tables.GstFileError) as e:

@@ -47,7 +47,7 @@ GPU_FIELDS = {
     "dram_sustained": 1.0, "launch_ns": 0, "lds_reserved_per_wg": 0, "barrier_bytes": 0,
     "dep_instr_cycles": 4, "dram_stream_cost": 0.0,
     "code_on_pools": 1, "stage_instr": 0, "wg_turnover_ns": 0,
-    "att_inflight_lines": 0, "load_inflight_lines": 0, "dram_queueing": 0,
+    "att_inflight_lines": 0, "load_inflight_lines": 0, "load_release_cycles": 0, "dram_queueing": 0,
 }
 
 
@@ -120,6 +120,9 @@ class Machine:
                                        # at utilisation u (memory.loaded_delay, memory.queue_delay)
     dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
                                        # in flight (a closed loop, once); 2: from the simulated utilisation
+    load_release: float = 0.0          # cycles of a load's round trip outside the L1 (the CU's issue
+                                       #   pipeline, the return): its entry is free that long before
+                                       #   the data is at the CU (the L1 frees it when it responds)
 
     @property
     def flops_per_cycle(self) -> float:
@@ -173,7 +176,8 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]),
         # latency under load: an M/M/1 station whose idle residence is the DRAM's part of the round
         # trip (beyond an L2 hit), S = lat_dram - lat_l2 (memory.loaded_delay); evaluated, not shipped
-        dram_queue=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]))
+        dram_queue=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]),
+        load_release=float(d["load_release_cycles"]))
 
 
 def dram_efficiency(nbytes: float) -> float:

@@ -212,9 +212,12 @@ class Model:
         self.simd = [0.0] * capacity if self.occ > capacity else None
         self.att_free = 0.0   # the CU's ATT unit, busy m.att_issue per descriptor
         # the CU's limit on bytes in flight on the path this mode's loads take (the ATT's, or the
-        # vector memory path of the wavefronts' own loads), and its outstanding requests: (arrival,
-        # bytes) of the transfers issued and not yet in, earliest first, and their bytes
+        # vector memory path of the wavefronts' own loads), and its outstanding requests: (when its
+        # entry frees, bytes) of the transfers issued and not yet in, earliest first, and their bytes
         self.inflight_cap = m.load_inflight if mode == "noatt" else m.att_inflight
+        # the wavefronts' own loads hold their entry (the L1's) only from the L1 to its response:
+        # it is free load_release cycles (the CU's own part of the round trip) before the data is in
+        self.release = m.load_release if mode == "noatt" else 0.0
         self.pending: list = []
         self.pending_bytes = self.admitted = 0.0
         # a step stores its results when its share of them is at least a cache line (streaming
@@ -313,7 +316,7 @@ class Model:
             part = min(left, cap)
             issue = self._admit(part, issue)
             arrival = self.pipes.transfer(part, hit, issue + lat, self.request_bytes)
-            heapq.heappush(self.pending, (arrival, part))
+            heapq.heappush(self.pending, (max(issue, arrival - self.release), part))
             self.pending_bytes += part
             done, left = max(done, arrival), left - part
         return issue, done
