@@ -362,13 +362,15 @@ class Model:
     # A transfer's arrival time is known when it is issued, and a slot's release time when
     # its consumers finish, so the two wavefronts exchange times through lists and wake
     # each other with an event only when one is ahead of the other (few events per step).
-    def _issue(self, slot: int, g: Group, k: int, nbytes: int, hit: float) -> float:
+    def _issue(self, slot: int, g: Group, k: int, nbytes: float, hit: float, share: float = 1.0) -> float:
+        """Hand `nbytes` of group g's tile k (`share` of its descriptors) to the ATT; returns
+        when the last byte is in."""
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
         # behind it, until earlier tiles are in (_admit)
-        self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first],
+        self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
                                           self.m.lat_att)
         self.transfers += 1
         self.latency_sum += done - now
@@ -392,7 +394,16 @@ class Model:
                         yield env.timeout(wg.released[gi][need] - env.now)
                     self.stall_p += env.now - t0
                     self._span(slot, "producer", "wait slot", t0, env.now)
-                wg.arrivals[gi].append(self._issue(slot, g, k, nbytes, hit))
+                if self.cfg.serial:
+                    # a loop that is not pipelined (Triton's 1 stage) loads one operand at a time:
+                    # each load is issued once the one before it is in (Config.serial)
+                    for n in g.operands or (g.count,):
+                        arrival = self._issue(slot, g, k, nbytes * n / g.count, hit, n / g.count)
+                        if arrival > env.now:
+                            yield env.timeout(arrival - env.now)
+                else:
+                    arrival = self._issue(slot, g, k, nbytes, hit)
+                wg.arrivals[gi].append(arrival)
                 issued[gi] += 1
                 wg.wake(wg.consumer_wait, gi)
             # the next phase's tiles wait for the drain barrier, except in the ideal run: with a

@@ -118,6 +118,8 @@ class Config:
     """One tile size for every queue (as the unit configures) and the slots of each queue."""
     tile: int
     slots: tuple[int, ...]
+    serial: bool = False  # the measured kernel's unpipelined loop (Triton's 1 stage): each load of a
+                          # step is issued once the one before it is in (hardware.measured_config)
 
     def label(self, work: Work) -> str:
         runs = work.runs()
