@@ -175,3 +175,21 @@ def test_one_step_loops_that_ran_past_their_buffers_were_not_pipelined():
     assert hardware.measured_smem(m, mv, 2048, 8, pipelined=False) == 9 * 2048 * 2 + 8
     assert hardware.measured_residency(m, mv, 2048, 8, pipelined=False) >= 1
     assert hardware.measured_residency(m, mv, 2048, 8) == 0
+
+
+def test_an_unpipelined_loop_loads_one_operand_at_a_time():
+    """The measured kernel at 1 stage (or a folded one-step loop) is not pipelined: Triton lowers
+    each descriptor load to a TMA copy and a wait on its barrier, so a step's loads run one after
+    another (Config.serial). A lone Elementwise work-group at 64 elements (two 128-byte loads a
+    step, latency-bound) then takes one more ATT + DRAM round trip a step than QuCo's 1 slot,
+    which issues both together; at 2 stages the loop is pipelined again."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    work = Work.of(hardware.scaled_kernel("Elementwise", 1))
+    one = hardware.measured_config(work, 64, 1)
+    assert one.serial and not hardware.measured_config(work, 64, 2).serial
+    assert hardware.measured_config(work, 64, 3, pipelined=False).serial
+    steps = work.tiles(0, 64)
+    from quco.perfmodel.sim import simulate
+    both = simulate(m, work, Config(64, one.slots), exact=True).cycles
+    serial = simulate(m, work, one, exact=True).cycles
+    assert (serial - both) / steps == pytest.approx(m.lat_att + m.lat_dram, rel=0.01)
