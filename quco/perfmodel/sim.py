@@ -84,6 +84,7 @@ class Group:
     hit_again: float = 0.0   # of a pass re-reading data
 
     operands: tuple = ()  # queues per operand in the group (rows of one matrix share a 2-D box)
+    shared: bool = False  # read by several work-groups (its fresh tiles hit or miss whole)
 
     def descriptors(self, box_rows: int) -> int:
         """Descriptors one tile of the group takes: the rows of one operand share a box of
@@ -272,7 +273,8 @@ class Model:
                                  kept=fits and not stationary and q.passes > q.fresh_passes and self.mode == "ideal",
                                  every=w.passes // q.passes, period=q.passes // q.fresh_passes,
                                  hit_fresh=hits[i][0], hit_again=hits[i][1],
-                                 operands=tuple(Counter(w.operand(x) for x in range(i, j)).values())))
+                                 operands=tuple(Counter(w.operand(x) for x in range(i, j)).values()),
+                                 shared=w.sharers(i) > 1))
                 i = j
         return out
 
@@ -296,7 +298,7 @@ class Model:
         return loaded_delay(self.m.dram_queue, r0, self.occ * inflight / rate)
 
     # ---------------------------------------------------------------- shared resources
-    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> tuple[float, float]:
+    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float, whole: bool = False) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
@@ -309,6 +311,13 @@ class Model:
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         cap = self.inflight_cap
+        if whole and 0.0 < hit < 1.0 and not cap:
+            # a shared operand's tile is found whole in the L2 (another work-group brought it) or
+            # brought whole from DRAM by this one: its expected arrival mixes the two, where a
+            # tile with some of its lines in the L2 arrives with its last line
+            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
+            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + self.lat_dram, self.request_bytes)
+            return issue, hit * t_hit + (1.0 - hit) * t_miss
         if not cap:
             return issue, self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
         done, left = issue, nbytes
@@ -371,7 +380,7 @@ class Model:
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
         # behind it, until earlier tiles are in (_admit)
         self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
-                                          self.m.lat_att)
+                                          self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1
         self.latency_sum += done - now
         if self.tracing:
