@@ -193,3 +193,17 @@ def test_an_unpipelined_loop_loads_one_operand_at_a_time():
     both = simulate(m, work, Config(64, one.slots), exact=True).cycles
     serial = simulate(m, work, one, exact=True).cycles
     assert (serial - both) / steps == pytest.approx(m.lat_att + m.lat_dram, rel=0.01)
+
+
+def test_a_serial_step_reads_the_shared_operand_at_the_l2s_latency():
+    """Matrix-Vector's x is shared by the grid: another work-group brought each of its tiles into
+    the L2, so at 1 stage its load adds an L2 round trip a step (ATT + L2), not the DRAM round
+    trip that its tiny miss fraction (1 / work-groups) would give a tile that arrives with its last
+    line."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    work = Work.of(hardware.scaled_kernel("Matrix-Vector", 132))  # one work-group an SM
+    one = hardware.measured_config(work, 64, 1)
+    from quco.perfmodel.sim import simulate
+    both = simulate(m, work, Config(64, one.slots), exact=True).cycles
+    serial = simulate(m, work, one, exact=True).cycles
+    assert (serial - both) / work.tiles(0, 64) == pytest.approx(m.lat_att + m.lat_l2, rel=0.02)
