@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from .memory import Pipes, hit_fractions, loaded_delay, queue_delay
+from .memory import Pipes, hit_fractions, loaded_delay, loaded_utilisation, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const, dram_efficiency
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
@@ -248,6 +248,8 @@ class Model:
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
         self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
+        if m.dram_queue_mode == 3 and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
+            self.pipes.dram_rate *= self.loaded_share()
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -277,6 +279,24 @@ class Model:
                                  shared=w.sharers(i) > 1))
                 i = j
         return out
+
+    def loaded_share(self) -> float:
+        """The DRAM share's utilisation under the closed loop of the configuration's reads in
+        flight (as _loaded_delay counts them, over the DRAM's own rate before the streams' cost):
+        loaded_utilisation; 1 with no queueing."""
+        if self.m.dram_queue <= 0:
+            return 1.0
+        w, inflight = self.work, 0.0
+        for g in self.groups:
+            if not g.resident:
+                inflight += (1 if self.mode == "noatt" else min(g.slots, g.tiles)) * g.tile_bytes * (1.0 - g.hit_fresh)
+        if inflight <= 0:
+            return 1.0
+        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
+        rate = (self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes)
+                * (reads / (reads + w.output_bytes) if reads else 1.0))
+        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
+        return loaded_utilisation(self.m.dram_queue, r0, self.occ * inflight / rate)
 
     def _loaded_delay(self) -> float:
         """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles): the
