@@ -432,6 +432,41 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
                                           for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
 
 
+def share(path: str, gpu: str = "h100-sxm") -> None:
+    """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model.md, "What
+    is still missed": evaluated, not shipped): the #29 figures per S and stream cost with the other
+    constants as shipped, then with the stream cost refitted (fit.fit_streams, u in its bound)."""
+    import dataclasses
+    from quco.perfmodel import hardware as hw
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    ns = 1000.0 / m.clock_mhz
+
+    def figures(mm, label):
+        res = hw.compare(rows, gst, m=mm)
+        rho = [r["spearman"] for r in res]
+        cost = [r["model_best_cost_pct"] for r in res]
+        med = [r["median_error_pct"] for r in res]
+        per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
+                        for r in res)
+        print(f"| {label} | {sum(x >= 0.9 for x in rho)} of {len(res)} (min {min(rho):.2f}) | "
+              f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {max(med):.1f}% | {per} |")
+
+    print("the DRAM share at the closed loop's utilisation (S ns, stream cost; 0: the shipped model):")
+    print("| S, stream cost | rank >= 0.9 | model best: geomean, worst | max median err | per kernel: rank, best, its cost |")
+    print("|---|---|---|---|---|")
+    figures(m, "shipped")
+    for s_ns, cost in ((100.0, m.dram_stream_cost), (m.dram_queue * ns, m.dram_stream_cost), (300.0, m.dram_stream_cost),
+                       (m.dram_queue * ns, 0.7e-5), (m.dram_queue * ns, 3e-5), (m.dram_queue * ns, 5e-5)):
+        figures(dataclasses.replace(m, dram_queue=s_ns / ns, dram_queue_mode=3, dram_stream_cost=cost),
+                f"{s_ns:.0f}, {cost:.2g}")
+    mm = dataclasses.replace(m, dram_queue_mode=3)
+    from quco.perfmodel import fit as hwfit
+    c, _ = hwfit.fit_streams(mm, rows)
+    figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue * ns:.0f}, {c:.3g} (refitted)")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
@@ -442,8 +477,12 @@ if __name__ == "__main__":
                     help="the per-CU limit on bytes in flight: the H100's lower bound, the paper side's what-ifs")
     ap.add_argument("--loaded", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="latency under load: the round trips the H100 rows imply, the #29 figures by S")
+    ap.add_argument("--share", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and stream cost")
     args = ap.parse_args()
-    if args.loaded:
+    if args.share:
+        share(args.share)
+    elif args.loaded:
         loaded(args.loaded)
     elif args.leave_size_out:
         leave_size_out(args.leave_size_out)

@@ -175,3 +175,35 @@ def test_one_step_loops_that_ran_past_their_buffers_were_not_pipelined():
     assert hardware.measured_smem(m, mv, 2048, 8, pipelined=False) == 9 * 2048 * 2 + 8
     assert hardware.measured_residency(m, mv, 2048, 8, pipelined=False) >= 1
     assert hardware.measured_residency(m, mv, 2048, 8) == 0
+
+
+def test_an_unpipelined_loop_loads_one_operand_at_a_time():
+    """The measured kernel at 1 stage (or a folded one-step loop) is not pipelined: Triton lowers
+    each descriptor load to a TMA copy and a wait on its barrier, so a step's loads run one after
+    another (Config.serial). A lone Elementwise work-group at 64 elements (two 128-byte loads a
+    step, latency-bound) then takes one more ATT + DRAM round trip a step than QuCo's 1 slot,
+    which issues both together; at 2 stages the loop is pipelined again."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    work = Work.of(hardware.scaled_kernel("Elementwise", 1))
+    one = hardware.measured_config(work, 64, 1)
+    assert one.serial and not hardware.measured_config(work, 64, 2).serial
+    assert hardware.measured_config(work, 64, 3, pipelined=False).serial
+    steps = work.tiles(0, 64)
+    from quco.perfmodel.sim import simulate
+    both = simulate(m, work, Config(64, one.slots), exact=True).cycles
+    serial = simulate(m, work, one, exact=True).cycles
+    assert (serial - both) / steps == pytest.approx(m.lat_att + m.lat_dram, rel=0.01)
+
+
+def test_a_serial_step_reads_the_shared_operand_at_the_l2s_latency():
+    """Matrix-Vector's x is shared by the grid: another work-group brought each of its tiles into
+    the L2, so at 1 stage its load adds an L2 round trip a step (ATT + L2), not the DRAM round
+    trip that its tiny miss fraction (1 / work-groups) would give a tile that arrives with its last
+    line."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    work = Work.of(hardware.scaled_kernel("Matrix-Vector", 132))  # one work-group an SM
+    one = hardware.measured_config(work, 64, 1)
+    from quco.perfmodel.sim import simulate
+    both = simulate(m, work, Config(64, one.slots), exact=True).cycles
+    serial = simulate(m, work, one, exact=True).cycles
+    assert (serial - both) / work.tiles(0, 64) == pytest.approx(m.lat_att + m.lat_l2, rel=0.02)

@@ -14,7 +14,7 @@ import pytest
 from quco.gst import tables
 from quco.perfmodel import hardware
 from quco.perfmodel.params import machine
-from quco.perfmodel.memory import loaded_delay, queue_delay
+from quco.perfmodel.memory import loaded_delay, loaded_utilisation, queue_delay
 from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import STREAMING, Config, Queue, Work
 
@@ -122,3 +122,37 @@ def test_h100_closed_loop_only_breaks_ties_on_the_paper_grid():
         p = next(p for p in r["points"] if p.tile == tile and p.slots == slots)
         return p.model_us / p.measured_us - 1
     assert at(off, 512, 4) < at(on, 512, 4) < -0.1
+
+
+@pytest.mark.parametrize("s, w", [(0.0, 500.0), (0.0, 3000.0), (400.0, 500.0), (408.0, 2850.0), (1020.0, 2040.0)])
+def test_share_is_the_closed_loops_utilisation(s, w):
+    """memory.loaded_utilisation (dram_queueing 3): the u with u (R0 + S u / (1 - u)) = w; with S
+    = 0 the FIFO's sharp knee min(1, w / R0); at S = R0, u = w / (R0 + w); the H100's Matrix-Vector
+    256/1 (w = 2.8 R0, S = 0.4 R0) reaches 0.85 of the bandwidth (measured: 185 / 217 us)."""
+    r0 = 1020.0
+    u = loaded_utilisation(s, r0, w)
+    if s == 0:
+        assert u == min(1.0, w / r0)
+    else:
+        assert u * (r0 + s * u / (1 - u)) == pytest.approx(w, rel=1e-9)
+    if s == r0:
+        assert u == pytest.approx(w / (r0 + w), rel=1e-9)
+    if (s, w) == (408.0, 2850.0):
+        assert u == pytest.approx(0.85, abs=0.01)
+
+
+def test_share_slows_a_saturated_stream_only_in_mode_3():
+    """A DRAM-bound Elementwise on the H100 (8192/2, every tile in flight at once) runs at the
+    FIFO's full rate in the shipped mode 0 and at the closed loop's u in mode 3: its time grows by
+    about 1 / u (the stream's DRAM part); no preset runs mode 3."""
+    work = Work.of(hardware.scaled_kernel("Elementwise", 4096))
+    cfg = Config(8192, (2, 2))
+    base = simulate(H100, work, cfg)
+    m3 = dataclasses.replace(H100, dram_queue_mode=3)
+    from quco.perfmodel.sim import Model
+    u = Model(m3, work, cfg).loaded_share()
+    assert 0.9 < u < 1.0
+    t3 = simulate(m3, work, cfg)
+    assert t3.cycles - H100.launch == pytest.approx((base.cycles - H100.launch) / u, rel=0.02)
+    for name in tables.preset_names():
+        assert machine(tables.unpack(tables.load(name))).dram_queue_mode != 3

@@ -42,7 +42,7 @@ from scipy import optimize
 from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from .params import Machine
-from .sim import per_cu
+from .sim import Model, per_cu
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -234,9 +234,18 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         occ = min(_residency(m, work, r, rows), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
-        bound_us = _dram_us(m, work, r.work_groups) + m.launch / m.clock_mhz
+        bound_us = _dram_us(m, work, r.work_groups) / loaded_share(m, work, r.tile, r.slots, occ) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
+
+
+def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> float:
+    """The DRAM share's utilisation the measured (tile, slots) reaches with `occ` resident
+    (Model.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
+    if m.dram_queue_mode != 3:
+        return 1.0
+    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
+    return Model(free, work, measured_config(work, tile, slots), max_occupancy=occ).loaded_share()
 
 
 def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:

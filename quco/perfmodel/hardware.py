@@ -154,12 +154,16 @@ class Point:
     model_us: float | None
 
 
-def measured_config(work: Work, tile: int, slots: int) -> Config:
+def measured_config(work: Work, tile: int, slots: int, pipelined: bool = True) -> Config:
     """The configuration a measured (tile, slots) stands for: the measured kernel pipelines a
     queue at most as deep as it has tiles in a pass (a loop of n iterations holds at most n
     stages: Matrix-Vector at 2048 elements is one tile and runs the same at 1..8 slots), so
-    each queue gets min(slots, its tiles per pass)."""
-    return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))))
+    each queue gets min(slots, its tiles per pass). A loop that is not pipelined (1 stage, or
+    a folded one-step loop: unpipelined_tiles) waits for each load where it is issued: Triton
+    lowers such a descriptor load to a TMA copy and a wait on its barrier (triton-lang/triton,
+    test/TritonNvidiaGPU/tma_lowering.mlir), so a step's loads run one after another (serial)."""
+    return Config(tile, tuple(min(slots, work.tiles(i, tile)) for i in range(len(work.queues))),
+                  serial=slots == 1 or not pipelined)
 
 
 def measured_smem(m, work: Work, tile: int, slots: int, pipelined: bool = True) -> int:
@@ -221,7 +225,7 @@ def model_us(m, work: Work, tile: int, slots: int, flat: set[int]) -> float | No
     if occ < 1:
         return None
     free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return evaluate(free, work, measured_config(work, tile, slots), max_occupancy=occ).ns / 1000.0
+    return evaluate(free, work, measured_config(work, tile, slots, tile not in flat), max_occupancy=occ).ns / 1000.0
 
 
 def summarise(pts: list[Point], pick: Config | None = None) -> dict:

@@ -15,7 +15,8 @@ bytes take to arrive through the CU's share of the L2, the DRAM and the fill pat
 - **Latency.** ATT latency (ATT mode) plus an L2 round trip if every byte hits, else a DRAM
   round trip (the tile is complete when its last line is). Under load (`dram_queueing`, off in
   every preset: evaluated on the H100, docs/perf-model.md) the DRAM round trip grows as an M/M/1
-  station's, S = the DRAM's part of the idle round trip: loaded_delay, queue_delay.
+  station's, S = the DRAM's part of the idle round trip: loaded_delay, queue_delay; or (3) the
+  DRAM share runs at the utilisation such a closed loop reaches (loaded_utilisation).
 """
 from __future__ import annotations
 
@@ -42,6 +43,20 @@ def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]
             fresh = 0.0
         out.append((fresh, max(reread, fresh)))
     return out
+
+
+def loaded_utilisation(s: float, r0: float, w: float) -> float:
+    """The utilisation u an M/M/1 station (S, idle round trip r0) reaches under a closed loop that
+    keeps w cycles' worth of bytes in flight: u (r0 + S u / (1 - u)) = w (the root in (0, 1))."""
+    if w <= 0:
+        return 0.0
+    if s <= 0:
+        return min(1.0, w / r0)
+    a, b = s - r0, r0 + w
+    if abs(a) < 1e-12:
+        return w / b
+    d = math.sqrt(b * b + 4.0 * a * w)
+    return next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
 
 
 def loaded_delay(s: float, r0: float, w: float) -> float:

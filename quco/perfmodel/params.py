@@ -119,7 +119,8 @@ class Machine:
     dram_queue: float = 0.0            # cycles S: the DRAM's queueing delay under load, S x u / (1 - u)
                                        # at utilisation u (memory.loaded_delay, memory.queue_delay)
     dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
-                                       # in flight (a closed loop, once); 2: from the simulated utilisation
+                                       # in flight (a closed loop, once); 2: from the simulated utilisation;
+                                       # 3: the DRAM share runs at the closed loop's u (no delay added)
     load_release: float = 0.0          # cycles of a load's round trip outside the L1 (the CU's issue
                                        #   pipeline, the return): its entry is free that long before
                                        #   the data is at the CU (the L1 frees it when it responds)

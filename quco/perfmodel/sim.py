@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from .memory import Pipes, hit_fractions, loaded_delay, queue_delay
+from .memory import Pipes, hit_fractions, loaded_delay, loaded_utilisation, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const, dram_efficiency
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
@@ -84,6 +84,7 @@ class Group:
     hit_again: float = 0.0   # of a pass re-reading data
 
     operands: tuple = ()  # queues per operand in the group (rows of one matrix share a 2-D box)
+    shared: bool = False  # read by several work-groups (its fresh tiles hit or miss whole)
 
     def descriptors(self, box_rows: int) -> int:
         """Descriptors one tile of the group takes: the rows of one operand share a box of
@@ -247,6 +248,8 @@ class Model:
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
         self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
+        if m.dram_queue_mode == 3 and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
+            self.pipes.dram_rate *= self.loaded_share()
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -272,9 +275,28 @@ class Model:
                                  kept=fits and not stationary and q.passes > q.fresh_passes and self.mode == "ideal",
                                  every=w.passes // q.passes, period=q.passes // q.fresh_passes,
                                  hit_fresh=hits[i][0], hit_again=hits[i][1],
-                                 operands=tuple(Counter(w.operand(x) for x in range(i, j)).values())))
+                                 operands=tuple(Counter(w.operand(x) for x in range(i, j)).values()),
+                                 shared=w.sharers(i) > 1))
                 i = j
         return out
+
+    def loaded_share(self) -> float:
+        """The DRAM share's utilisation under the closed loop of the configuration's reads in
+        flight (as _loaded_delay counts them, over the DRAM's own rate before the streams' cost):
+        loaded_utilisation; 1 with no queueing."""
+        if self.m.dram_queue <= 0:
+            return 1.0
+        w, inflight = self.work, 0.0
+        for g in self.groups:
+            if not g.resident:
+                inflight += (1 if self.mode == "noatt" else min(g.slots, g.tiles)) * g.tile_bytes * (1.0 - g.hit_fresh)
+        if inflight <= 0:
+            return 1.0
+        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
+        rate = (self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes)
+                * (reads / (reads + w.output_bytes) if reads else 1.0))
+        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
+        return loaded_utilisation(self.m.dram_queue, r0, self.occ * inflight / rate)
 
     def _loaded_delay(self) -> float:
         """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles): the
@@ -296,7 +318,7 @@ class Model:
         return loaded_delay(self.m.dram_queue, r0, self.occ * inflight / rate)
 
     # ---------------------------------------------------------------- shared resources
-    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float) -> tuple[float, float]:
+    def _fetch(self, nbytes: float, hit: float, issue: float, latency: float, whole: bool = False) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
@@ -309,6 +331,13 @@ class Model:
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         cap = self.inflight_cap
+        if whole and 0.0 < hit < 1.0 and not cap:
+            # a shared operand's tile is found whole in the L2 (another work-group brought it) or
+            # brought whole from DRAM by this one: its expected arrival mixes the two, where a
+            # tile with some of its lines in the L2 arrives with its last line
+            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
+            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + self.lat_dram, self.request_bytes)
+            return issue, hit * t_hit + (1.0 - hit) * t_miss
         if not cap:
             return issue, self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
         done, left = issue, nbytes
@@ -362,14 +391,16 @@ class Model:
     # A transfer's arrival time is known when it is issued, and a slot's release time when
     # its consumers finish, so the two wavefronts exchange times through lists and wake
     # each other with an event only when one is ahead of the other (few events per step).
-    def _issue(self, slot: int, g: Group, k: int, nbytes: int, hit: float) -> float:
+    def _issue(self, slot: int, g: Group, k: int, nbytes: float, hit: float, share: float = 1.0) -> float:
+        """Hand `nbytes` of group g's tile k (`share` of its descriptors) to the ATT; returns
+        when the last byte is in."""
         now = self.env.now
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
         # behind it, until earlier tiles are in (_admit)
-        self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first],
-                                          self.m.lat_att)
+        self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
+                                          self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1
         self.latency_sum += done - now
         if self.tracing:
@@ -392,7 +423,16 @@ class Model:
                         yield env.timeout(wg.released[gi][need] - env.now)
                     self.stall_p += env.now - t0
                     self._span(slot, "producer", "wait slot", t0, env.now)
-                wg.arrivals[gi].append(self._issue(slot, g, k, nbytes, hit))
+                if self.cfg.serial:
+                    # a loop that is not pipelined (Triton's 1 stage) loads one operand at a time:
+                    # each load is issued once the one before it is in (Config.serial)
+                    for n in g.operands or (g.count,):
+                        arrival = self._issue(slot, g, k, nbytes * n / g.count, hit, n / g.count)
+                        if arrival > env.now:
+                            yield env.timeout(arrival - env.now)
+                else:
+                    arrival = self._issue(slot, g, k, nbytes, hit)
+                wg.arrivals[gi].append(arrival)
                 issued[gi] += 1
                 wg.wake(wg.consumer_wait, gi)
             # the next phase's tiles wait for the drain barrier, except in the ideal run: with a

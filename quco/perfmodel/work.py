@@ -8,7 +8,7 @@ reads both and nothing else: whoever produced a configuration is judged on the s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..gst import abi
 from ..kernel.format import KernelError, movement_problems
@@ -118,6 +118,9 @@ class Config:
     """One tile size for every queue (as the unit configures) and the slots of each queue."""
     tile: int
     slots: tuple[int, ...]
+    # the measured kernel's unpipelined loop (Triton's 1 stage): each load of a step is issued
+    # once the one before it is in (hardware.measured_config); never set by the search
+    serial: bool = field(default=False, repr=False)
 
     def label(self, work: Work) -> str:
         runs = work.runs()
