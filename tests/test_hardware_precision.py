@@ -37,6 +37,21 @@ def test_twin_noise_sees_a_systematic_difference_in_the_median_not_the_noise():
     assert n.sigma_pct == pytest.approx(0.0, abs=1e-9)
 
 
+def test_same_code_noise_hand_worked():
+    # log times c +- a, c, c +- a and one slow glitch: the glitch left out, the rest's sample sd
+    a, c = 0.01, math.log(10.0)
+    times = {1: c + a, 2: c - a, 3: c, 4: c + a, 5: c - a, 6: c + 0.7}
+    rows = [_row("Matrix-Vector", 2048, s, math.exp(v)) for s, v in times.items()]
+    rows.append(_row("Matrix-Vector", 1024, 1, 99.0))  # another tile: not this code
+    n = precision.same_code_noise(rows, 2048)
+    assert (n.tile, n.rows) == (2048, 6) and n.glitches == ((6, pytest.approx(10 * math.exp(0.7))),)
+    assert n.sigma_pct == pytest.approx(100 * math.sqrt(4 * a * a / 4), rel=1e-9)
+    # a fast row is not a glitch (disturbed runs are slow); two rows are too few
+    fast = rows[:3] + [_row("Matrix-Vector", 2048, 7, 5.0)]
+    assert not precision.same_code_noise(fast, 2048).glitches
+    assert precision.same_code_noise(rows[:2], 2048) is None
+
+
 def test_ceiling_limits():
     times = [10.0, 11.0, 12.5, 20.0, 40.0, 10.05]
     exact = precision.ceiling(times, 0.0, draws=20)
@@ -59,3 +74,14 @@ def test_the_h100_sweep_is_as_repeatable_as_its_readme_says():
         assert n.pairs == 63 and abs(n.median_ratio_pct) < 0.1 and n.sigma_pct < 0.47
     assert not noise["big"].glitches
     assert [(t, s) for t, s, _, _ in noise["paper"].glitches] == [(128, 7), (1024, 5), (8192, 1)]
+
+
+def test_the_short_kernels_are_noisier_than_the_twins():
+    """Matrix-Vector's 2048 tile is one compiled step at every slot count (unpipelined): 0.03%
+    apart on the big grid, about 3% at the paper's 9-10 us, with one 2x glitch at 8 slots."""
+    rows = hardware.read(hardware.DEFAULT_DATA)
+    mv = {size: [r for r in rows if r.kernel == "Matrix-Vector" and r.variant == "att" and r.size == size]
+          for size in ("big", "paper")}
+    big, paper = precision.same_code_noise(mv["big"], 2048), precision.same_code_noise(mv["paper"], 2048)
+    assert big.sigma_pct < 0.1 and not big.glitches
+    assert 2.0 < paper.sigma_pct < 4.0 and [s for s, _ in paper.glitches] == [8]

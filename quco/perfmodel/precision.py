@@ -9,6 +9,10 @@ to the truth could score against it, so that a target is known to be above the n
   one measurement; robust, so that a few disturbed rows do not set it.
 - **Glitches.** A twin pair that differs by more than GLITCH (at least 20 standard deviations
   here) is one disturbed measurement: listed, not used to estimate the noise.
+- **Same code.** A tile whose one-step loop the compiler folded (hardware.unpipelined_tiles)
+  runs the same code at every slot count, so the spread of its rows is that kernel's own noise
+  at that grid (standard deviation of the log times, glitches left out): the one estimate for
+  kernels shorter than the twins (Matrix-Vector at the paper's size).
 - **Ceiling.** Given that noise, a model that knew the true times would still not rank one
   noisy measurement perfectly, and the configuration it calls best would measure above the
   measured best by chance. `ceiling` draws the noise (log-normal, seeded: deterministic) and
@@ -53,6 +57,27 @@ def twin_noise(rows, variant: str = "att") -> list[TwinNoise]:
         out.append(TwinNoise(size, len(pairs), 100 * math.expm1(centre), 100 * sigma,
                              tuple(sorted(p for p, d in zip(pairs, logs) if abs(d) > GLITCH))))
     return out
+
+
+@dataclass(frozen=True)
+class SameCode:
+    tile: int
+    rows: int                # slot counts measured at this tile (glitches included)
+    sigma_pct: float         # noise of one measurement, percent
+    glitches: tuple          # (slots, us) slower than the median by more than GLITCH
+
+
+def same_code_noise(rows, tile: int) -> SameCode | None:
+    """The spread of `rows` (one kernel x size) at a `tile` that runs the same code at every slot
+    count; None with fewer than three rows left."""
+    times = {r.slots: r.time_us for r in rows if r.tile == tile and r.fits and r.time_us}
+    centre = float(np.median(np.log(list(times.values())))) if times else 0.0
+    # a disturbed run is slow (the twins' glitches all are): only the slow side is left out
+    glitches = tuple(sorted((s, t) for s, t in times.items() if math.log(t) - centre > GLITCH))
+    logs = [math.log(t) for s, t in times.items() if (s, t) not in glitches]
+    if len(logs) < 3:
+        return None
+    return SameCode(tile, len(times), 100 * float(np.std(logs, ddof=1)), glitches)
 
 
 def ceiling(times, sigma: float, draws: int = 1000, seed: int = 0) -> dict:
