@@ -125,8 +125,9 @@ def main(argv=None) -> int:
     m = machine(tables.unpack(tables.load(args.gpu)))
     out = predict(m, rows, grid, args.label)
     source = Path(args.file)
-    header = [f"predicted by bench/predict_hardware.py before any measurement of this GPU: preset {args.gpu}, "
-              f"model at git commit {commit()}",
+    header = [f"predicted by bench/predict_hardware.py: preset {args.gpu}, model at git commit {commit()}; made before "
+              f"any measurement of these rows on that GPU, except the rows {source.name} itself holds (the "
+              "model's constants may be fitted on those)",
               f"grid of {source.name} (sha256 {hashlib.sha256(source.read_bytes()).hexdigest()})"
               + ("".join(f"; {k or 'every kernel'} also at {', '.join(map(str, ns))} work-groups"
                          for k, ns in grid.items())),
