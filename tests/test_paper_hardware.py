@@ -188,3 +188,13 @@ def test_the_section_end_to_end_on_a_reduced_file(tmp_path, monkeypatch, capsys)
     report = (out / "report.md").read_text()
     section = report[report.index(f"## {SRC}"):]
     assert "(hardware-h100.png)" in section and f"of {len(tma)} configurations faster than measured" in section
+    assert "twin kernels" not in section   # the reduced file has Elementwise only: no noise is claimed
+
+
+def test_the_caption_states_the_twin_kernels_noise():
+    from quco.paper import figures
+    noise = [{"size": "big", "pairs": 63, "sigma_pct": 0.0612, "glitches": 0},
+             {"size": "paper", "pairs": 63, "sigma_pct": 0.2149, "glitches": 3}]
+    text = figures._noise_sentence({("hardware",): {"rows": [], "noise": noise}})
+    assert "0.06% at the big size (63 pairs, 0 glitches), 0.21% at the paper size (63 pairs, 3 glitches)" in text
+    assert figures._noise_sentence({("hardware",): {"rows": [], "noise": []}}) == ""

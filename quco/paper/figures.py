@@ -207,7 +207,20 @@ def hardware_caption(sources) -> str:
             f"median error per panel is {min(med):.1f}-{max(med):.1f}% and the rank correlation {min(rho):.2f}-"
             f"{max(rho):.2f}. Where the ring and the cross coincide our Fine-Tuned is the hardware's best. The model's "
             "H100 constants were fitted on these very points, so this is a calibration residual; the held-out rows "
-            "above (leave one kernel family out) are the evidence.")
+            "above (leave one kernel family out) are the evidence." + _noise_sentence(sources))
+
+
+def _noise_sentence(sources) -> str:
+    """The measurement's own noise from the twin kernels (quco.perfmodel.precision), if known."""
+    v = sources.get(("hardware",))
+    noise = v.get("noise") if _ok(v) else None
+    if not noise:
+        return ""
+    each = ", ".join(f"{n['sigma_pct']:.2f}% at the {n['size']} size ({n['pairs']} pairs, {n['glitches']} glitches)"
+                     for n in noise)
+    return (f" The file's own noise, from twin kernels that move the same bytes (Elementwise, Sumvectors): {each} a "
+            "measurement, far below the targets' 2% (the 9-12 us kernels carry more: docs/perf-model.md, \"How "
+            "precise the measurements are\").")
 
 
 def scorecard(rows: list[dict], out_dir):

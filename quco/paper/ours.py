@@ -179,7 +179,7 @@ def _hardware(part: str = "measured", firmware=None, plus: bool = False) -> dict
     the points are kept) or, for part "heldout", leave-one-kernel-family-out. A file that cannot be
     read raises hardware.HardwareDataError naming file, line and field: the claims say so.
     plus (part "measured"): also quco+'s rows under PLUS, its firmware pick read off the same points."""
-    from ..perfmodel import hardware
+    from ..perfmodel import hardware, precision
     from ..perfmodel.params import machine
     path = HARDWARE_DATA or hardware.DEFAULT_DATA
     measured = hardware.read(path)
@@ -197,7 +197,10 @@ def _hardware(part: str = "measured", firmware=None, plus: bool = False) -> dict
     out = {**head, "rows": [_plain_row(r, head) for r in results],
            "points": {f"{r['kernel']}/{r['size']}": [[p.tile, p.slots, p.measured_us, p.model_us] for p in r["points"]]
                       for r in results},
-           "measured": _measured_points(measured), "att": _att_vs_loads(measured, model_att)}
+           "measured": _measured_points(measured), "att": _att_vs_loads(measured, model_att),
+           # the file's own noise (twin kernels): what a target must clear to mean something
+           "noise": [{"size": n.size, "pairs": n.pairs, "sigma_pct": n.sigma_pct, "glitches": len(n.glitches)}
+                     for n in precision.twin_noise(measured)]}
     if plus:   # the same rows, QuCo's pick quco+'s (the kernel compare() scaled to the row's grid)
         def twin():
             return {**head, "measured": out["measured"], "rows": [_plain_row(
