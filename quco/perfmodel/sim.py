@@ -323,33 +323,40 @@ class Model:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
-        part once the earlier ones leave room (_admit)."""
-        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
+        part once the earlier ones leave room (_admit). `whole`: see _arrival."""
+        dram = self.lat_dram
         if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
             # latency under load from the DRAM share's utilisation over the last idle round trip
             r0 = self._idle_round_trip()
-            lat += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
+            dram += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
+        whole = whole and 0.0 < hit < 1.0
         cap = self.inflight_cap
-        if whole and 0.0 < hit < 1.0 and not cap:
-            # a shared operand's tile is found whole in the L2 (another work-group brought it) or
-            # brought whole from DRAM by this one: its expected arrival mixes the two, where a
-            # tile with some of its lines in the L2 arrives with its last line
-            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
-            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + self.lat_dram, self.request_bytes)
-            return issue, hit * t_hit + (1.0 - hit) * t_miss
         if not cap:
-            return issue, self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
+            return issue, self._arrival(nbytes, hit, issue, latency, dram, whole)
         done, left = issue, nbytes
         while left > 0:
             part = min(left, cap)
             issue = self._admit(part, issue)
-            arrival = self.pipes.transfer(part, hit, issue + lat, self.request_bytes)
+            arrival = self._arrival(part, hit, issue, latency, dram, whole)
             heapq.heappush(self.pending, (max(issue, arrival - self.release), part))
             self.pending_bytes += part
             done, left = max(done, arrival), left - part
         return issue, done
+
+    def _arrival(self, nbytes: float, hit: float, issue: float, latency: float, dram: float, whole: bool) -> float:
+        """When the last of `nbytes` issued at `issue` is in: after the path's `latency` and an L2
+        round trip if every byte hits, else a DRAM round trip (`dram`): a tile with some of its
+        lines in the L2 arrives with its last line. A shared operand's tile (`whole`) is found
+        whole in the L2 (another work-group brought it) or brought whole from DRAM by this one:
+        its expected arrival mixes the two."""
+        if whole:
+            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
+            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + dram, self.request_bytes)
+            return hit * t_hit + (1.0 - hit) * t_miss
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else dram)
+        return self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
 
     def _admit(self, nbytes: float, t: float) -> float:
         """When a request of `nbytes` (at most the limit) made at `t` may leave the CU: the CU
