@@ -70,8 +70,8 @@ def show_precision(rows, results: list[dict], gpu: str) -> None:
         work = Work.of(hardware.scaled_kernel(r["kernel"], r["work_groups"]))
         for tile in sorted(hardware.unpipelined_tiles(m, work, measured)):
             if (n := precision.same_code_noise(measured, tile)) is not None:
-                same[(r["kernel"], r["size"])] = n
-    for (kernel, size), n in same.items():
+                same.setdefault((r["kernel"], r["size"]), []).append(n)
+    for (kernel, size), n in ((k, n) for k, ns in same.items() for n in ns):
         glitches = ", ".join(f"/{s}: {t:g} us" for s, t in n.glitches) or "none"
         print(f"Same code: {kernel} {size} at {n.tile} (one-step loop, not pipelined) over {n.rows} slot counts: "
               f"{n.sigma_pct:.2f}% a measurement; glitches {glitches}")
@@ -82,10 +82,10 @@ def show_precision(rows, results: list[dict], gpu: str) -> None:
     for r in results:
         if r["size"] not in noise:
             continue
-        own = same.get((r["kernel"], r["size"]))
-        sigma = max(noise[r["size"]].sigma_pct, own.sigma_pct if own else 0.0)
+        # the noisiest estimate that applies (a kernel's folded tiles, if any, or the twins')
+        sigma = max([noise[r["size"]].sigma_pct] + [n.sigma_pct for n in same.get((r["kernel"], r["size"]), [])])
         c = precision.ceiling([p.measured_us for p in r["points"]], sigma / 100)
-        print(f"| {r['size']} | {r['kernel']} | {sigma:.2f}% | {fmt(r['spearman'], '.2f', '')} / {c['rank']:.3f} | "
+        print(f"| {r['size']} | {r['kernel']} | {sigma:.2f}% | {fmt(r['spearman'], '.2f', '')} / {fmt(c['rank'], '.3f', '')} | "
               f"{fmt(r['model_best_cost_pct'])} / {c['cost_pct']:.2f}% / {c['cost_p90_pct']:.2f}% |")
 
 

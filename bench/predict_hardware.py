@@ -106,6 +106,19 @@ def render(out: list[dict], header: list[str]) -> str:
     return buf.getvalue()
 
 
+def check_label(label: str | None, grid: dict, rows: list[hardware.Measurement]) -> None:
+    """--label names a kernel's one further size: it must name one (a kernel with one further size
+    to take it; with several they are wg<N>) and not a size FILE has (its rows would merge)."""
+    if label is None:
+        return
+    if not any(len(ns) == 1 for ns in grid.values()):
+        given = ", ".join(f"{k or 'every kernel'}: {len(ns)}" for k, ns in grid.items()) or "none"
+        raise ValueError(f"--label {label!r}: names a kernel's one further size; --work-groups gives {given} "
+                         "(several sizes are labelled wg<N>)")
+    if label in {r.size for r in rows}:
+        raise ValueError(f"--label {label!r}: a size the grid file already has; expected another name")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file", nargs="?", default=str(hardware.DEFAULT_DATA))
@@ -119,6 +132,7 @@ def main(argv=None) -> int:
         grid = work_groups(args.work_groups)
         atomic.check_target(args.output)
         rows = hardware.read(args.file)
+        check_label(args.label, grid, rows)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 kernel x size, against hand-made points."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,15 @@ def test_a_serial_step_reads_the_shared_operand_at_the_l2s_latency():
     both = simulate(m, work, Config(64, one.slots), exact=True).cycles
     serial = simulate(m, work, one, exact=True).cycles
     assert (serial - both) / work.tiles(0, 64) == pytest.approx(m.lat_att + m.lat_l2, rel=0.02)
+
+
+def test_a_limit_that_does_not_bind_leaves_the_serial_shared_load_as_it_is():
+    """A limit on bytes in flight far above what a configuration holds moves nothing, also for a
+    serial step's shared operand (found whole in the L2 or brought whole: its expected arrival);
+    bench/calibrate_model.py --inflight bisects the H100's lower bound on that property."""
+    m = hardware.machine(tables.unpack(tables.load("h100-sxm")))
+    work = Work.of(hardware.scaled_kernel("Matrix-Vector", 132))
+    one = hardware.measured_config(work, 256, 1)
+    from quco.perfmodel.sim import simulate
+    free = simulate(m, work, one, exact=True).cycles
+    assert simulate(dataclasses.replace(m, att_inflight=float(1 << 30)), work, one, exact=True).cycles == free

@@ -85,3 +85,14 @@ def test_the_short_kernels_are_noisier_than_the_twins():
     big, paper = precision.same_code_noise(mv["big"], 2048), precision.same_code_noise(mv["paper"], 2048)
     assert big.sigma_pct < 0.1 and not big.glitches
     assert 2.0 < paper.sigma_pct < 4.0 and [s for s, _ in paper.glitches] == [8]
+
+
+def test_too_little_to_estimate_gives_no_figure():
+    """Twin pairs that are mostly glitches leave fewer than three to estimate the noise from: no
+    TwinNoise for that size (not a NaN); one configuration has no rank to take."""
+    rows = []
+    for i, q in enumerate([1.0, 1.001, 1.5, 1.6, 0.5]):
+        rows += [_row("Elementwise", 64 << i, 2, 100.0 * q), _row("Sumvectors", 64 << i, 2, 100.0)]
+    assert precision.twin_noise(rows) == []
+    assert precision.twin_noise(rows + [_row("Elementwise", 4096, 2, 100.0), _row("Sumvectors", 4096, 2, 100.0)])
+    assert precision.ceiling([10.0], 0.02) == {"rank": None, "cost_pct": 0.0, "cost_p90_pct": 0.0}

@@ -52,6 +52,19 @@ def test_delay_vanishes_at_no_load_peaks_near_the_knee_and_tends_to_s():
     assert loaded_delay(0.0, r0, r0) == 0.0 and loaded_delay(s, r0, 0.0) == 0.0
 
 
+@pytest.mark.parametrize("s", [0.5, 408.0, 999.9999999999, 1020.0, 5000.0])
+def test_deep_saturation_is_one_service_and_no_root_is_lost(s):
+    """Far past the knee (w up to 1e12 R0) u -> 1 with 1 - u ~ S / w and the delay -> S: the root
+    is taken in the form without cancellation (the textbook (-b + d) / 2a lost it to rounding
+    from w ~ 1e4 R0 and found no root in (0, 1) near S = R0)."""
+    r0 = 1020.0
+    for f in (1e2, 1e4, 1e6, 1e9, 1e12):
+        w = f * r0
+        u = loaded_utilisation(s, r0, w)
+        assert 0.0 < u <= 1.0 and 1.0 - u < 2 * s / w + 1e-15
+        assert loaded_delay(s, r0, w) == pytest.approx(s, rel=0.05)
+
+
 def test_one_slot_round_trip_grows_by_the_delay():
     """One streaming queue, one slot, one work-group a CU, no compute: each tile's issue-to-arrival
     is the idle round trip plus its DRAM time, and with S set, plus loaded_delay of its one tile in

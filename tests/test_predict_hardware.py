@@ -68,6 +68,9 @@ def test_several_further_sizes_each_its_own_label(tmp_path):
     (["--work-groups", "512,x"], "'x': expected a whole number"),
     (["--work-groups", "Foo=3"], "kernel 'Foo'"),
     (["--work-groups", "0"], "'0': expected a whole number"),
+    (["--work-groups", "512,1024", "--label", "x"], "--label 'x': names a kernel's one further size"),
+    (["--label", "x"], "--work-groups gives none"),
+    (["--work-groups", "512", "--label", "paper"], "--label 'paper': a size the grid file already has"),
 ])
 def test_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, args, says):
     src, out = tmp_path / "grid.csv", tmp_path / "pred.csv"

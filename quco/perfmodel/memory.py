@@ -45,6 +45,17 @@ def hit_fractions(m: Machine, work, concurrent: int) -> list[tuple[float, float]
     return out
 
 
+def _closed_loop(s: float, r0: float, w: float) -> tuple[float, float]:
+    """(u, round trip) of an M/M/1 station (S, idle round trip r0) under a closed loop that keeps
+    w cycles' worth of bytes in flight (s, w > 0): u (r0 + S u / (1 - u)) = w, i.e.
+    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) is 2 w / (b + d) (b = r0 + w,
+    d = sqrt(b^2 + 4 (S - r0) w)): the form without cancellation, also at S = r0 and deep in
+    saturation; the round trip is w / u = (b + d) / 2 (Little's law)."""
+    b = r0 + w
+    d = math.sqrt(b * b + 4.0 * (s - r0) * w)
+    return 2.0 * w / (b + d), (b + d) / 2.0
+
+
 def loaded_utilisation(s: float, r0: float, w: float) -> float:
     """The utilisation u an M/M/1 station (S, idle round trip r0) reaches under a closed loop that
     keeps w cycles' worth of bytes in flight: u (r0 + S u / (1 - u)) = w (the root in (0, 1))."""
@@ -52,29 +63,18 @@ def loaded_utilisation(s: float, r0: float, w: float) -> float:
         return 0.0
     if s <= 0:
         return min(1.0, w / r0)
-    a, b = s - r0, r0 + w
-    if abs(a) < 1e-12:
-        return w / b
-    d = math.sqrt(b * b + 4.0 * a * w)
-    return next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
+    return _closed_loop(s, r0, w)[0]
 
 
 def loaded_delay(s: float, r0: float, w: float) -> float:
     """Queueing delay S u / (1 - u) of a closed loop that keeps w cycles' worth of bytes in flight
-    (bytes over the rate) with an idle round trip r0: u solves u (r0 + S u / (1 - u)) = w, i.e.
-    (S - r0) u^2 + (r0 + w) u - w = 0, whose one root in (0, 1) it takes."""
+    (bytes over the rate) with an idle round trip r0 (u: loaded_utilisation)."""
     if s <= 0 or w <= 0:
         return 0.0
-    a, b = s - r0, r0 + w
-    if abs(a) < 1e-12:
-        u = w / b
-    else:
-        d = math.sqrt(b * b + 4.0 * a * w)
-        u = next(x for x in ((-b + d) / (2 * a), (-b - d) / (2 * a)) if 0.0 < x < 1.0)
     # the model's DRAM server already queues what a full pipe holds (the round trip max(r0, w)
     # for a closed loop): the delay is what the smooth curve adds over that sharp knee: 0 at no
     # load, the most near the knee (w = r0), one service S deep in saturation
-    return max(0.0, r0 + s * u / (1.0 - u) - max(r0, w))
+    return max(0.0, _closed_loop(s, r0, w)[1] - max(r0, w))
 
 
 def queue_delay(s: float, r0: float, u: float) -> float:

@@ -48,10 +48,10 @@ def twin_noise(rows, variant: str = "att") -> list[TwinNoise]:
     for size in dict.fromkeys(s for _, s, _, _ in times):
         pairs = [(t, s, times[(TWINS[0], size, t, s)], times[(TWINS[1], size, t, s)])
                  for (k, z, t, s) in times if k == TWINS[0] and z == size and (TWINS[1], size, t, s) in times]
-        if len(pairs) < 3:
-            continue
         logs = np.array([math.log(a / b) for _, _, a, b in pairs])
         clean = logs[np.abs(logs) <= GLITCH]
+        if len(clean) < 3:  # too few undisturbed pairs for a spread
+            continue
         centre = float(np.median(clean))
         sigma = MAD_TO_SD * float(np.median(np.abs(clean - centre))) / math.sqrt(2)
         out.append(TwinNoise(size, len(pairs), 100 * math.expm1(centre), 100 * sigma,
@@ -82,9 +82,12 @@ def same_code_noise(rows, tile: int) -> SameCode | None:
 
 def ceiling(times, sigma: float, draws: int = 1000, seed: int = 0) -> dict:
     """What a model equal to `times` (the truth) scores against one measurement of them with
-    log-normal noise `sigma` (a fraction): the median Spearman rank correlation, and the median
-    and 90th percentile of the measured cost of its best over the measured best (percent)."""
+    log-normal noise `sigma` (a fraction): the median Spearman rank correlation (None with fewer
+    than two times: nothing to rank), and the median and 90th percentile of the measured cost of
+    its best over the measured best (percent)."""
     t = np.asarray(times, dtype=float)
+    if len(t) < 2:
+        return {"rank": None, "cost_pct": 0.0, "cost_p90_pct": 0.0}
     rng = np.random.default_rng(seed)
     best = int(np.argmin(t))
     rho, cost = [], []

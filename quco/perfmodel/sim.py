@@ -240,16 +240,16 @@ class Model:
         self.transfers, self.latency_sum = 0, 0.0
         self.trace: list = []
         self._plans: dict = {}
-        # the per-stage cost: before its first transfer a work-group sets up each stage of its
-        # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
-        # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
-        # (where the barrier code runs there: code_on_pools)
         # latency under load (dram_queue_mode 1: from the configuration's bytes in flight, once)
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
         self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
         if m.dram_queue_mode == 3 and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
             self.pipes.dram_rate *= self.loaded_share()
+        # the per-stage cost: before its first transfer a work-group sets up each stage of its
+        # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
+        # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
+        # (where the barrier code runs there: code_on_pools)
         self.setup = (m.code_on_pools * m.stage_instr * max(cfg.slots) * work.consumer_wavefronts
                       * m.wave_instr / active_pools) if mode == "att" else 0.0
 
@@ -280,75 +280,83 @@ class Model:
                 i = j
         return out
 
-    def loaded_share(self) -> float:
-        """The DRAM share's utilisation under the closed loop of the configuration's reads in
-        flight (as _loaded_delay counts them, over the DRAM's own rate before the streams' cost):
-        loaded_utilisation; 1 with no queueing."""
-        if self.m.dram_queue <= 0:
-            return 1.0
+    def _reads_in_flight(self) -> tuple[float, float, float]:
+        """The closed loop of the configuration's DRAM reads on a CU (dram_queue_mode 1, 3): the
+        bytes of reads it keeps in flight (each queue's slots, at most its tiles a pass, of the
+        bytes that miss the L2; NoATT: a step's loads; times the resident work-groups), the reads'
+        share of the DRAM traffic (stores take the rest) and the idle round trip R0 (cycles)."""
         w, inflight = self.work, 0.0
         for g in self.groups:
             if not g.resident:
                 inflight += (1 if self.mode == "noatt" else min(g.slots, g.tiles)) * g.tile_bytes * (1.0 - g.hit_fresh)
-        if inflight <= 0:
-            return 1.0
-        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
-        rate = (self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes)
-                * (reads / (reads + w.output_bytes) if reads else 1.0))
-        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
-        return loaded_utilisation(self.m.dram_queue, r0, self.occ * inflight / rate)
-
-    def _loaded_delay(self) -> float:
-        """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles): the
-        configuration keeps W bytes of reads in flight on the CU (each queue's slots, at most its
-        tiles a pass, of the bytes that miss the L2; NoATT: a step's loads); at utilisation u of
-        the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u), and the closed
-        loop moves W per round trip: u x rate = W / (R0 + S u / (1 - u)) (loaded_delay)."""
-        w = self.work
-        inflight = 0.0
-        for g in self.groups:
-            if g.resident:
-                continue
-            depth = 1 if self.mode == "noatt" else min(g.slots, g.tiles)
-            inflight += depth * g.tile_bytes * (1.0 - g.hit_fresh)
         reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
         read_share = reads / (reads + w.output_bytes) if reads else 1.0
+        return self.occ * inflight, read_share, self._idle_round_trip()
+
+    def _idle_round_trip(self) -> float:
+        """A DRAM read's idle round trip: the ATT's path (ATT, Ideal) or the own loads' (NoATT)."""
+        return self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
+
+    def loaded_share(self) -> float:
+        """The DRAM share's utilisation under the closed loop of the configuration's reads in
+        flight (_reads_in_flight, over the DRAM's own rate before the streams' cost):
+        loaded_utilisation; 1 with no queueing (dram_queue_mode 3)."""
+        if self.m.dram_queue <= 0:
+            return 1.0
+        inflight, read_share, r0 = self._reads_in_flight()
+        if inflight <= 0:
+            return 1.0
+        rate = self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes) * read_share
+        return loaded_utilisation(self.m.dram_queue, r0, inflight / rate)
+
+    def _loaded_delay(self) -> float:
+        """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles; dram_queue_mode
+        1): at utilisation u of the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u),
+        and the closed loop of _reads_in_flight moves its W bytes per round trip: u x rate = W / (R0 +
+        S u / (1 - u)) (loaded_delay)."""
+        inflight, read_share, r0 = self._reads_in_flight()
         rate = self.pipes.dram_rate * dram_efficiency(self.request_bytes) * read_share
-        r0 = self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
-        return loaded_delay(self.m.dram_queue, r0, self.occ * inflight / rate)
+        return loaded_delay(self.m.dram_queue, r0, inflight / rate)
 
     # ---------------------------------------------------------------- shared resources
     def _fetch(self, nbytes: float, hit: float, issue: float, latency: float, whole: bool = False) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
         request left the CU, when its last byte is in). Under a limit on bytes in flight
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
-        part once the earlier ones leave room (_admit)."""
-        lat = latency + (self.m.lat_l2 if hit >= 1.0 else self.lat_dram)
+        part once the earlier ones leave room (_admit). `whole`: see _arrival."""
+        dram = self.lat_dram
         if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
             # latency under load from the DRAM share's utilisation over the last idle round trip
-            r0 = self.m.lat_att + self.m.lat_dram
-            lat += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
+            r0 = self._idle_round_trip()
+            dram += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
+        whole = whole and 0.0 < hit < 1.0
         cap = self.inflight_cap
-        if whole and 0.0 < hit < 1.0 and not cap:
-            # a shared operand's tile is found whole in the L2 (another work-group brought it) or
-            # brought whole from DRAM by this one: its expected arrival mixes the two, where a
-            # tile with some of its lines in the L2 arrives with its last line
-            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
-            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + self.lat_dram, self.request_bytes)
-            return issue, hit * t_hit + (1.0 - hit) * t_miss
         if not cap:
-            return issue, self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
+            return issue, self._arrival(nbytes, hit, issue, latency, dram, whole)
         done, left = issue, nbytes
         while left > 0:
             part = min(left, cap)
             issue = self._admit(part, issue)
-            arrival = self.pipes.transfer(part, hit, issue + lat, self.request_bytes)
+            arrival = self._arrival(part, hit, issue, latency, dram, whole)
             heapq.heappush(self.pending, (max(issue, arrival - self.release), part))
             self.pending_bytes += part
             done, left = max(done, arrival), left - part
         return issue, done
+
+    def _arrival(self, nbytes: float, hit: float, issue: float, latency: float, dram: float, whole: bool) -> float:
+        """When the last of `nbytes` issued at `issue` is in: after the path's `latency` and an L2
+        round trip if every byte hits, else a DRAM round trip (`dram`): a tile with some of its
+        lines in the L2 arrives with its last line. A shared operand's tile (`whole`) is found
+        whole in the L2 (another work-group brought it) or brought whole from DRAM by this one:
+        its expected arrival mixes the two."""
+        if whole:
+            t_hit = self.pipes.transfer(nbytes * hit, 1.0, issue + latency + self.m.lat_l2, self.request_bytes)
+            t_miss = self.pipes.transfer(nbytes * (1.0 - hit), 0.0, issue + latency + dram, self.request_bytes)
+            return hit * t_hit + (1.0 - hit) * t_miss
+        lat = latency + (self.m.lat_l2 if hit >= 1.0 else dram)
+        return self.pipes.transfer(nbytes, hit, issue + lat, self.request_bytes)
 
     def _admit(self, nbytes: float, t: float) -> float:
         """When a request of `nbytes` (at most the limit) made at `t` may leave the CU: the CU
