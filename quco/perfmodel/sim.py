@@ -301,22 +301,22 @@ class Model:
         """The DRAM share's utilisation under the closed loop of the configuration's reads in
         flight (_reads_in_flight, over the DRAM's own rate before the streams' cost):
         loaded_utilisation; 1 with no queueing (dram_queue_mode 3)."""
-        if self.m.dram_queue <= 0:
+        if self.m.dram_queue_service <= 0:
             return 1.0
         inflight, read_share, r0 = self._reads_in_flight()
         if inflight <= 0:
             return 1.0
         rate = self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes) * read_share
-        return loaded_utilisation(self.m.dram_queue, r0, inflight / rate)
+        return loaded_utilisation(self.m.dram_queue_service, r0, inflight / rate)
 
     def _loaded_delay(self) -> float:
-        """The DRAM round trip's queueing delay under load (m.dram_queue = S, cycles; dram_queue_mode
+        """The DRAM round trip's queueing delay under load (m.dram_queue_service = S, cycles; dram_queue_mode
         1): at utilisation u of the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u),
         and the closed loop of _reads_in_flight moves its W bytes per round trip: u x rate = W / (R0 +
         S u / (1 - u)) (loaded_delay)."""
         inflight, read_share, r0 = self._reads_in_flight()
         rate = self.pipes.dram_rate * dram_efficiency(self.request_bytes) * read_share
-        return loaded_delay(self.m.dram_queue, r0, inflight / rate)
+        return loaded_delay(self.m.dram_queue_service, r0, inflight / rate)
 
     # ---------------------------------------------------------------- shared resources
     def _fetch(self, nbytes: float, hit: float, issue: float, latency: float, whole: bool = False) -> tuple[float, float]:
@@ -328,7 +328,7 @@ class Model:
         if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
             # latency under load from the DRAM share's utilisation over the last idle round trip
             r0 = self._idle_round_trip()
-            dram += queue_delay(self.m.dram_queue, r0, self.pipes.utilisation(issue, r0))
+            dram += queue_delay(self.m.dram_queue_service, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
         whole = whole and 0.0 < hit < 1.0
