@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from .memory import Pipes, hit_fractions, loaded_delay, loaded_utilisation, queue_delay
+from .dram_load import idle_round_trip, loaded_dram_delay, loaded_share
+from .memory import Pipes, hit_fractions, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
-from .params import Machine, const, dram_efficiency
+from .params import Machine, const
 from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
 
 ROUNDS = 4  # rounds of work-groups simulated at least before the rest is extrapolated (Model.run)
@@ -243,9 +244,9 @@ class Model:
         # latency under load (dram_queue_mode 1: from the configuration's bytes in flight, once)
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
-        self.lat_dram = m.lat_dram + (self._loaded_delay() if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
+        self.lat_dram = m.lat_dram + (loaded_dram_delay(self) if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
         if m.dram_queue_mode == 3 and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
-            self.pipes.dram_rate *= self.loaded_share()
+            self.pipes.dram_rate *= loaded_share(self)
         # the per-stage cost: before its first transfer a work-group sets up each stage of its
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools
@@ -280,44 +281,6 @@ class Model:
                 i = j
         return out
 
-    def _reads_in_flight(self) -> tuple[float, float, float]:
-        """The closed loop of the configuration's DRAM reads on a CU (dram_queue_mode 1, 3): the
-        bytes of reads it keeps in flight (each queue's slots, at most its tiles a pass, of the
-        bytes that miss the L2; NoATT: a step's loads; times the resident work-groups), the reads'
-        share of the DRAM traffic (stores take the rest) and the idle round trip R0 (cycles)."""
-        w, inflight = self.work, 0.0
-        for g in self.groups:
-            if not g.resident:
-                inflight += (1 if self.mode == "noatt" else min(g.slots, g.tiles)) * g.tile_bytes * (1.0 - g.hit_fresh)
-        reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
-        read_share = reads / (reads + w.output_bytes) if reads else 1.0
-        return self.occ * inflight, read_share, self._idle_round_trip()
-
-    def _idle_round_trip(self) -> float:
-        """A DRAM read's idle round trip: the ATT's path (ATT, Ideal) or the own loads' (NoATT)."""
-        return self.m.lat_att + self.m.lat_dram if self.mode != "noatt" else self.m.lat_dram
-
-    def loaded_share(self) -> float:
-        """The DRAM share's utilisation under the closed loop of the configuration's reads in
-        flight (_reads_in_flight, over the DRAM's own rate before the streams' cost):
-        loaded_utilisation; 1 with no queueing (dram_queue_mode 3)."""
-        if self.m.dram_queue_service <= 0:
-            return 1.0
-        inflight, read_share, r0 = self._reads_in_flight()
-        if inflight <= 0:
-            return 1.0
-        rate = self.m.dram_bytes_per_cycle / self.share_cus * dram_efficiency(self.request_bytes) * read_share
-        return loaded_utilisation(self.m.dram_queue_service, r0, inflight / rate)
-
-    def _loaded_delay(self) -> float:
-        """The DRAM round trip's queueing delay under load (m.dram_queue_service = S, cycles; dram_queue_mode
-        1): at utilisation u of the CU's share of DRAM for reads the round trip is R0 + S u / (1 - u),
-        and the closed loop of _reads_in_flight moves its W bytes per round trip: u x rate = W / (R0 +
-        S u / (1 - u)) (loaded_delay)."""
-        inflight, read_share, r0 = self._reads_in_flight()
-        rate = self.pipes.dram_rate * dram_efficiency(self.request_bytes) * read_share
-        return loaded_delay(self.m.dram_queue_service, r0, inflight / rate)
-
     # ---------------------------------------------------------------- shared resources
     def _fetch(self, nbytes: float, hit: float, issue: float, latency: float, whole: bool = False) -> tuple[float, float]:
         """A tile's bytes through the CU's memory servers after its round trip: (when its last
@@ -327,7 +290,7 @@ class Model:
         dram = self.lat_dram
         if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
             # latency under load from the DRAM share's utilisation over the last idle round trip
-            r0 = self._idle_round_trip()
+            r0 = idle_round_trip(self.m, self.mode)
             dram += queue_delay(self.m.dram_queue_service, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit
