@@ -15,7 +15,8 @@ import pytest
 from quco.gst import tables
 from quco.perfmodel.memory import hit_fractions
 from quco.perfmodel.params import description, machine
-from quco.perfmodel.sim import Model, occupancy, simulate
+from quco.perfmodel.residency import occupancy
+from quco.perfmodel.sim import Model, simulate
 from quco.perfmodel.work import STATIONARY, STREAMING, Config, Queue, Work, operands_of
 
 R9 = tables.unpack(tables.load("r9-nano"))

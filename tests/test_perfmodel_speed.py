@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from quco.gst import tables
 from quco.kernel.format import load_kernel
-from quco.perfmodel import hardware, sim
+from quco.perfmodel import hardware, residency, sim
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work
 
@@ -17,7 +17,7 @@ def _ideal(name: str, wgs: int, tile: int):
     g = tables.unpack(tables.load("h100-sxm"))
     m, work = machine(g, unlimited_lds=True), Work.of(hardware.scaled_kernel(name, wgs))
     cfg = Config(tile, tuple(work.tiles(i, tile) * q.passes for i, q in enumerate(work.queues)))
-    return m, work, cfg, sim.occupancy(m, work, cfg)
+    return m, work, cfg, residency.occupancy(m, work, cfg)
 
 
 @pytest.mark.parametrize("name", ["Elementwise", "Dot-Product"])

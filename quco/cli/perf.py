@@ -21,7 +21,8 @@ from ..harness import evaluate as ev
 from ..perfmodel import search, space
 from ..perfmodel.model_table import described
 from ..perfmodel.params import machine
-from ..perfmodel.sim import occupancy, pass_period
+from ..perfmodel.residency import occupancy
+from ..perfmodel.sim import pass_period
 from ..perfmodel.work import Config, Queue, Work, barriers, fits, meta_bytes, queue_bytes
 
 

@@ -43,7 +43,8 @@ from .hardware import (COMPARED, Measurement, compare, measured_config, measured
                        unpipelined_tiles)
 from . import dram_load
 from .params import Machine
-from .sim import Model, per_cu
+from .residency import per_cu
+from .sim import Model
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound

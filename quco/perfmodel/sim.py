@@ -44,7 +44,8 @@ from .dram_load import idle_round_trip, loaded_dram_delay, loaded_share
 from .memory import Pipes, hit_fractions, queue_delay
 from .window import STEP_RUNS, extrapolate_steps, streams_privately
 from .params import Machine, const
-from .work import STATIONARY, Config, Work, barriers, meta_bytes, queue_bytes
+from .residency import per_cu, residents
+from .work import STATIONARY, Config, Work
 
 ROUNDS = 4  # rounds of work-groups simulated at least before the rest is extrapolated (Model.run)
 MAX_ROUNDS = 16  # at most (the resident slots start in step and take up to a dozen rounds to
@@ -153,33 +154,6 @@ class _Queues:
             ev._ok, ev._value = True, None  # Event.succeed, scheduled later
             ev.env.schedule(ev, delay=delay)
             waits[gi] = None
-
-
-def occupancy(m: Machine, work: Work, cfg: Config, mode: str = "att") -> int:
-    """Work-groups one CU holds at once: LDS (the metadata once, the queue blocks per
-    work-group), barriers, and wavefront slots (consumers plus the producer)."""
-    waves = m.max_waves // (work.consumer_wavefronts + (1 if mode == "att" else 0))
-    if mode == "noatt":
-        per_wg = sum(cfg.tile * q.elem_size for q in work.queues)
-        return max(0, min(m.lds_bytes // per_wg, waves))
-    free = m.lds_bytes - meta_bytes(len(work.queues))
-    # each resident work-group also costs the LDS the GPU reserves for it (H100: 1 KB a block)
-    by_lds = free // max(queue_bytes(work, cfg) + m.lds_reserved + m.barrier_bytes * barriers(cfg), 1)
-    # barriers in the LDS (Hopper's mbarriers) cost bytes there, not a count per CU
-    by_barriers = m.barrier_limit // max(barriers(cfg), 1) if not m.barrier_bytes else by_lds
-    return max(0, min(by_lds, by_barriers, waves))
-
-
-def per_cu(m: Machine, work_groups: int) -> int:
-    """Work-groups the busiest CU runs: the grid spread over the CUs that get work."""
-    return math.ceil(work_groups / min(m.cus, work_groups))
-
-
-def residents(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occupancy: int = 0) -> int:
-    """Work-groups the busiest CU holds at once: as many as fit (occupancy), at most those it
-    runs and `max_occupancy` when given."""
-    wgs = per_cu(m, work.work_groups or m.cus)
-    return min(occupancy(m, work, cfg, mode), wgs, max_occupancy or wgs)
 
 
 class Model:

@@ -31,7 +31,7 @@ from scipy import optimize
 from .fit import FAMILIES, _clean, _residency
 from .hardware import COMPARED, Measurement, model_us, scaled_kernel, unpipelined_tiles
 from .params import Machine
-from .sim import per_cu
+from .residency import per_cu
 from .work import Work
 
 PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it is linear above 0)
