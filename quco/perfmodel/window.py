@@ -11,7 +11,7 @@ from .params import Machine
 from .work import Config, Work
 
 if TYPE_CHECKING:
-    from .sim import Outcome
+    from .sim_data import Outcome
 
 STEP_RUNS = (48, 96)  # a long single pass is simulated over this many steps a work-group and
                       # extrapolated linearly (simulate): a work-group's time is its fill, then
