@@ -25,7 +25,7 @@ import numpy as np
 from quco.gst import tables
 from quco.kernel.format import load_kernel
 from quco.paper.ours import kernel_dir
-from quco.perfmodel import hardware, residency, search, sim, space
+from quco.perfmodel import cu_model, hardware, residency, search, sim, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.window import STEP_RUNS, streams_privately
 from quco.perfmodel.work import Work
@@ -72,7 +72,7 @@ def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
         used.append("steps")
     elif work.passes > 1:
         used.append("passes")
-    if per_slot > sim.ROUNDS + 2:
+    if per_slot > cu_model.ROUNDS + 2:
         used.append("rounds")
     return "+".join(used) or "none", per_slot * work.passes * steps
 

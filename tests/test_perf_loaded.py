@@ -163,7 +163,7 @@ def test_share_slows_a_saturated_stream_only_in_mode_3():
     base = simulate(H100, work, cfg)
     m3 = dataclasses.replace(H100, dram_queue_mode=3)
     from quco.perfmodel.dram_load import loaded_share
-    from quco.perfmodel.sim import Model
+    from quco.perfmodel.cu_model import Model
     u = loaded_share(Model(m3, work, cfg))
     assert 0.9 < u < 1.0
     t3 = simulate(m3, work, cfg)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from .cu_model import Model  # it holds what a run charges; building one simulates nothing
 from .params import Machine, const, dram_efficiency
 from .work import Config, Work
 
@@ -48,7 +49,6 @@ def lower_bound(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occu
     bound times `safety` (1: below the exact run, `simulate(..., exact=True)`), plus the launch
     and a split K's reduction. Raises ValueError where the configuration does not fit, as the
     model does."""
-    from .sim import Model  # sim's Model holds what a run charges; building one simulates nothing
     model = Model(m, work, cfg, mode, max_occupancy=max_occupancy)
     return safety * _run_bound(model) + _after_grid(m, work)
 

@@ -44,7 +44,7 @@ from .hardware import (COMPARED, Measurement, compare, measured_config, measured
 from . import dram_load
 from .params import Machine
 from .residency import per_cu
-from .sim import Model
+from .cu_model import Model
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
