@@ -22,7 +22,7 @@ its last request):
 
 Which tiles a work-group loads (stationary operands once per slot, L2 hits by pass) is
 read from the same `Model` the simulation builds, not recomputed. The simulation
-extrapolates long grids, long loop nests and long passes (sim.py, window.py) from
+extrapolates long grids, long loop nests and long passes (cu_model.py, sim.py, window.py) from
 simulated parts, linearly, so its result can fall below work it would charge in a full
 run (by up to 6.5% seen): the search multiplies the bound by SAFETY, a measured margin, not a
 proof. `bench/bounds.py` checks it on every configuration of `bench/model_digest.py`'s set

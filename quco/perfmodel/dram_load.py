@@ -3,7 +3,7 @@
 configuration's reads in flight sets the DRAM share's utilisation (memory.loaded_utilisation)
 and the round trip's queueing delay (memory.loaded_delay); `dram_queueing` 2 takes the
 utilisation from the simulation instead (memory.queue_delay, in the model's fetch). `model`:
-the model of one CU (sim.Model), which calls these as it is built."""
+the model of one CU (cu_model.Model), which calls these as it is built."""
 from __future__ import annotations
 
 from .memory import loaded_delay, loaded_utilisation

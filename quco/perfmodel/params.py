@@ -113,7 +113,7 @@ class Machine:
                                        # slot (retire and launch), at the kernel's clock
     att_inflight: float = 0.0          # > 0: bytes the CU's ATT may have requested and not yet received
                                        # (its outstanding cache-line requests x the line); past it the
-                                       # unit waits until earlier bytes are in (sim.Model._admit)
+                                       # unit waits until earlier bytes are in (cu_model.Model._admit)
     load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
                                        #   through the CU's vector memory path (L1, its MSHRs)
     dram_queue_service: float = 0.0    # cycles S, the DRAM's service time: its queueing delay under

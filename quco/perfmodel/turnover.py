@@ -3,7 +3,7 @@ rows say it is, and whether that carries (issue #29).
 
 When an SM holds one work-group of a kernel at a time, the next one starts only after the first
 has retired and the block scheduler has launched it there: a time (`Machine.turnover`) in which
-that slot neither issues nor computes. The model charges it in `sim.Model._resident` between
+that slot neither issues nor computes. The model charges it in `cu_model.Model._resident` between
 consecutive work-groups of a slot; where several work-groups are resident the others fill it.
 
 It is set by pairs of rows of one kernel, grid size and tile (the closed form the model reduces
