@@ -25,7 +25,8 @@ from quco.kernel.format import load_kernel
 from quco.paper.ours import kernel_dir
 from quco.perfmodel import bounds, hardware, search, space
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy, simulate
+from quco.perfmodel.residency import occupancy
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 from quco.workloads import format as wformat
 

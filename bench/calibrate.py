@@ -27,7 +27,7 @@ from quco.kernel.format import load_kernel
 from quco.perfmodel import search
 from quco.harness.evaluate import geomean
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy
+from quco.perfmodel.residency import occupancy
 from quco.perfmodel.work import Config, Work, fits
 from rule_search import KERNELS, TABLE_III
 

@@ -376,7 +376,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     m = machine(tables.unpack(gst))
     rows = hw.read(path)
     ns = 1000.0 / m.clock_mhz
-    r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue * ns  # S from the GST (presets: mode 0, off)
+    r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue_service * ns  # S from the GST (presets: mode 0, off)
     peak = m.dram_bytes_per_cycle * m.clock_mhz / 1000.0  # GB/s = B/ns, the sustained copy ceiling
     bins: dict = {}
     for r in rows:
@@ -403,8 +403,8 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
             cells.append(f"{len(v)}, {v[len(v) // 2]:.0f}" if v else "-")
         u = (b + 0.5) / 10
         print(f"| {b / 10:.1f}-{(b + 1) / 10:.1f} | {cells[0]} | {cells[1]} | {r0 + s_ns * u / (1 - u):.0f} |")
-    print(f"\nloaded_delay (cycles) of a closed loop at R0 = {r0 / ns:.0f} cycles, S = {m.dram_queue:.0f}: "
-          + ", ".join(f"w {f:g} R0: {loaded_delay(m.dram_queue, r0 / ns, f * r0 / ns):.0f}" for f in (0.25, 0.5, 1, 2, 4)))
+    print(f"\nloaded_delay (cycles) of a closed loop at R0 = {r0 / ns:.0f} cycles, S = {m.dram_queue_service:.0f}: "
+          + ", ".join(f"w {f:g} R0: {loaded_delay(m.dram_queue_service, r0 / ns, f * r0 / ns):.0f}" for f in (0.25, 0.5, 1, 2, 4)))
     print("\nthe #29 figures by S (ns; lat_dram - lat_l2 of the measured chains is the physical one) and how u "
           "is found (1: the closed loop of the configuration's bytes in flight; 2: the simulated utilisation "
           "over the last idle round trip); S 0 is the shipped model:")
@@ -412,7 +412,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
           "signed err |\n|---|---|---|---|---|---|---|---|---|")
     for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
                     (100.0, 2), (s_ns, 2), (400.0, 2)):
-        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue=s / ns, dram_queue_mode=mode))
+        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
             rho = [r["spearman"] for r in rs]
@@ -457,14 +457,15 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     print("| S, stream cost | rank >= 0.9 | model best: geomean, worst | max median err | per kernel: rank, best, its cost |")
     print("|---|---|---|---|---|")
     figures(m, "shipped")
-    for s_ns, cost in ((100.0, m.dram_stream_cost), (m.dram_queue * ns, m.dram_stream_cost), (300.0, m.dram_stream_cost),
-                       (m.dram_queue * ns, 0.7e-5), (m.dram_queue * ns, 3e-5), (m.dram_queue * ns, 5e-5)):
-        figures(dataclasses.replace(m, dram_queue=s_ns / ns, dram_queue_mode=3, dram_stream_cost=cost),
+    s_gst = m.dram_queue_service * ns
+    for s_ns, cost in ((100.0, m.dram_stream_cost), (s_gst, m.dram_stream_cost), (300.0, m.dram_stream_cost),
+                       (s_gst, 0.7e-5), (s_gst, 3e-5), (s_gst, 5e-5)):
+        figures(dataclasses.replace(m, dram_queue_service=s_ns / ns, dram_queue_mode=3, dram_stream_cost=cost),
                 f"{s_ns:.0f}, {cost:.2g}")
     mm = dataclasses.replace(m, dram_queue_mode=3)
     from quco.perfmodel import fit as hwfit
     c, _ = hwfit.fit_streams(mm, rows)
-    figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue * ns:.0f}, {c:.3g} (refitted)")
+    figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue_service * ns:.0f}, {c:.3g} (refitted)")
 
 
 if __name__ == "__main__":

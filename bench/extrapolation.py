@@ -25,7 +25,7 @@ import numpy as np
 from quco.gst import tables
 from quco.kernel.format import load_kernel
 from quco.paper.ours import kernel_dir
-from quco.perfmodel import hardware, search, sim, space
+from quco.perfmodel import cu_model, hardware, residency, search, sim, space
 from quco.perfmodel.params import machine
 from quco.perfmodel.window import STEP_RUNS, streams_privately
 from quco.perfmodel.work import Work
@@ -66,13 +66,13 @@ def cases(quick: bool):
 def mechanisms(m, work: Work, cfg) -> tuple[str, int]:
     """Which extrapolations simulate() applies (as it decides) and the full run's steps a slot."""
     steps = max(work.tiles(i, cfg.tile) for i in range(len(work.queues)))
-    per_slot = math.ceil(sim.per_cu(m, work.work_groups or m.cus) / sim.residents(m, work, cfg))
+    per_slot = math.ceil(residency.per_cu(m, work.work_groups or m.cus) / residency.residents(m, work, cfg))
     used = []
     if steps > STEP_RUNS[1] * 2 and max(cfg.slots) < STEP_RUNS[0] and streams_privately(work, cfg.tile):
         used.append("steps")
     elif work.passes > 1:
         used.append("passes")
-    if per_slot > sim.ROUNDS + 2:
+    if per_slot > cu_model.ROUNDS + 2:
         used.append("rounds")
     return "+".join(used) or "none", per_slot * work.passes * steps
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy
+from quco.perfmodel.residency import occupancy
 from quco.perfmodel.work import Config, Work
 from quco.workloads.baselines import fine_tuned, gst_key
 from quco.workloads.format import load

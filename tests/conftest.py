@@ -90,7 +90,7 @@ def clean_error(o, code=2, *words):
 @pytest.fixture
 def fresh_evaluations(monkeypatch):
     """search.evaluate with an empty cache of its own for this test, for a test that counts
-    simulations (cache_info().misses, sim.Environment) or must see them run. The session's
+    simulations (cache_info().misses, sim_data.Environment) or must see them run. The session's
     cache is put back afterwards, not cleared: every later test would simulate again what
     earlier ones had (about 4,000 simulations, 7 s of the suite). evaluate is a pure function
     of its key (perfmodel/search.py), so a later test answered from that cache checks the same

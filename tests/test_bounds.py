@@ -9,7 +9,8 @@ from quco.gst import tables
 from quco.kernel.format import load_kernel
 from quco.perfmodel import bounds, hardware, search, space
 from quco.perfmodel.params import machine
-from quco.perfmodel.sim import occupancy, simulate
+from quco.perfmodel.residency import occupancy
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 
 KERNELS = sorted(EXAMPLES_DIR.glob("*.json"))

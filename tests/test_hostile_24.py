@@ -18,7 +18,7 @@ from conftest import MM_KERNEL, clean_error
 from quco import examples
 from quco.cli import run as cli_run
 from quco.cli.fuzz_files import run_cli as _run_cli
-from quco.perfmodel import sim
+from quco.perfmodel import sim_data
 from quco.util import parallel
 
 # A command that hangs is stopped after HANG_S: a bound for a hang, not for a slow machine (every
@@ -47,7 +47,7 @@ def no_work_ran(monkeypatch, fresh_evaluations):
     """The calls a command made into the performance model's sweep and simulation: a refusal
     "up front" or "at once" leaves both lists empty (events, not seconds)."""
     calls = {"sweep": [], "simulation": []}
-    real_run, real_init = parallel.run, sim.Environment.__init__
+    real_run, real_init = parallel.run, sim_data.Environment.__init__
     # fresh_evaluations: an earlier test's evaluations would answer without simulating
 
     def counted_run(fn, tasks, *a, **kw):
@@ -58,7 +58,7 @@ def no_work_ran(monkeypatch, fresh_evaluations):
         calls["simulation"].append(1)
         real_init(self, *a, **kw)
     monkeypatch.setattr(parallel, "run", counted_run)
-    monkeypatch.setattr(sim.Environment, "__init__", counted_init)
+    monkeypatch.setattr(sim_data.Environment, "__init__", counted_init)
     return calls
 
 

@@ -3,7 +3,7 @@ flight, with what happens past it"), against closed forms computed here from the
 figures, and the H100 rows that bound it from below.
 
 Past the limit a request waits at the CU, in the order made, until earlier transfers are in
-(sim.Model._admit): with k tiles' worth of room and a round trip RT, a long stream moves k tiles
+(cu_model.Model._admit): with k tiles' worth of room and a round trip RT, a long stream moves k tiles
 every RT however many slots it has."""
 from __future__ import annotations
 

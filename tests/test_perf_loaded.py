@@ -73,7 +73,7 @@ def test_one_slot_round_trip_grows_by_the_delay():
     work = Work("s", (Queue(64 * tile, STREAMING, 2),), 0.0, 7, work_groups=R9.cus)
     base = simulate(R9, work, Config(tile, (1,)))
     s = 600.0
-    loaded = simulate(dataclasses.replace(R9, dram_queue=s, dram_queue_mode=1), work, Config(tile, (1,)))
+    loaded = simulate(dataclasses.replace(R9, dram_queue_service=s, dram_queue_mode=1), work, Config(tile, (1,)))
     rate = R9.dram_bytes_per_cycle / R9.cus * (2 * tile) / (2 * tile + 16)
     want = loaded_delay(s, R9.lat_att + R9.lat_dram, 2 * tile / rate)
     assert want > 10
@@ -99,7 +99,7 @@ def test_simulated_utilisation_delay_is_hidden_by_a_full_pipe():
     same inputs give the same cycles."""
     tile, s = 1024, 600.0
     work = Work("s", (Queue(256 * tile, STREAMING, 2),), 0.0, 7, work_groups=R9.cus)
-    m = dataclasses.replace(R9, dram_queue=s, dram_queue_mode=2)
+    m = dataclasses.replace(R9, dram_queue_service=s, dram_queue_mode=2)
     assert simulate(m, work, Config(tile, (8,))).cycles == simulate(R9, work, Config(tile, (8,))).cycles
     base, loaded = simulate(R9, work, Config(tile, (1,))), simulate(m, work, Config(tile, (1,)))
     r0 = R9.lat_att + R9.lat_dram
@@ -112,8 +112,8 @@ def test_presets_switch_and_s_from_the_latencies():
     """S = lat_dram - lat_l2 (the H100's 350 - 144 ns measured: 206 ns); evaluated on the H100's
     rows and not shipped: every preset carries mode 0 (the MGPUSim GPUs because MGPUSim's DRAM is
     an ideal memory controller), so the model is as before."""
-    assert H100.dram_queue == pytest.approx(H100.lat_dram - H100.lat_l2)
-    assert H100.dram_queue * 1000.0 / H100.clock_mhz == pytest.approx(206, abs=1)
+    assert H100.dram_queue_service == pytest.approx(H100.lat_dram - H100.lat_l2)
+    assert H100.dram_queue_service * 1000.0 / H100.clock_mhz == pytest.approx(206, abs=1)
     for name in ("r9-nano", "mi100", "radeon-530", "h100-sxm", "h200", "mi300x"):
         assert machine(tables.unpack(tables.load(name))).dram_queue_mode == 0
 
@@ -162,8 +162,9 @@ def test_share_slows_a_saturated_stream_only_in_mode_3():
     cfg = Config(8192, (2, 2))
     base = simulate(H100, work, cfg)
     m3 = dataclasses.replace(H100, dram_queue_mode=3)
-    from quco.perfmodel.sim import Model
-    u = Model(m3, work, cfg).loaded_share()
+    from quco.perfmodel.dram_load import loaded_share
+    from quco.perfmodel.cu_model import Model
+    u = loaded_share(Model(m3, work, cfg))
     assert 0.9 < u < 1.0
     t3 = simulate(m3, work, cfg)
     assert t3.cycles - H100.launch == pytest.approx((base.cycles - H100.launch) / u, rel=0.02)

@@ -15,7 +15,9 @@ import pytest
 from quco.gst import tables
 from quco.perfmodel.memory import hit_fractions
 from quco.perfmodel.params import description, machine
-from quco.perfmodel.sim import Model, occupancy, simulate
+from quco.perfmodel.residency import occupancy
+from quco.perfmodel.cu_model import Model
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import STATIONARY, STREAMING, Config, Queue, Work, operands_of
 
 R9 = tables.unpack(tables.load("r9-nano"))

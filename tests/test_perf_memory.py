@@ -13,7 +13,9 @@ from quco.gst import tables
 from quco.kernel.format import KernelError, load_kernel, parse_kernel
 from quco.perfmodel import params, search
 from quco.perfmodel.params import const, dram_efficiency, machine
-from quco.perfmodel.sim import Outcome, occupancy, simulate
+from quco.perfmodel.residency import occupancy
+from quco.perfmodel.sim import simulate
+from quco.perfmodel.sim_data import Outcome
 from quco.perfmodel.work import STATIONARY, STREAMING, Config, Queue, Work
 
 R9 = tables.unpack(tables.load("r9-nano"))

@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 from quco.gst import tables
 from quco.perfmodel import search
 from quco.perfmodel.params import const, dram_efficiency, machine
-from quco.perfmodel.sim import Model, simulate
+from quco.perfmodel.cu_model import Model
+from quco.perfmodel.sim import simulate
 from quco.perfmodel.trace import chrome_trace
 from quco.perfmodel.work import STATIONARY, STREAMING, Config, Queue, Work, fits
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from quco.gst import tables
 from quco.kernel.format import load_kernel
-from quco.perfmodel import hardware, sim
+from quco.perfmodel import cu_model, hardware, residency, sim
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work
 
@@ -17,7 +17,7 @@ def _ideal(name: str, wgs: int, tile: int):
     g = tables.unpack(tables.load("h100-sxm"))
     m, work = machine(g, unlimited_lds=True), Work.of(hardware.scaled_kernel(name, wgs))
     cfg = Config(tile, tuple(work.tiles(i, tile) * q.passes for i, q in enumerate(work.queues)))
-    return m, work, cfg, sim.occupancy(m, work, cfg)
+    return m, work, cfg, residency.occupancy(m, work, cfg)
 
 
 @pytest.mark.parametrize("name", ["Elementwise", "Dot-Product"])
@@ -31,7 +31,7 @@ def test_a_large_grid_ideal_evaluation_stays_within_an_event_bound(name):
     m, work, cfg, occ = _ideal(name, 1 << 20, 64)
     steps = max(work.tiles(i, 64) for i in range(len(work.queues)))
     walked = sum(STEP_RUNS) if steps > 2 * STEP_RUNS[1] else steps
-    bound = 8 * (sim.ROUNDS + 2) * occ * walked
+    bound = 8 * (cu_model.ROUNDS + 2) * occ * walked
     big = sim.simulate(m, work, cfg, "ideal", max_occupancy=occ)
     assert big.extrapolated and big.events <= bound, (big.events, bound)
     # (before the ideal run took the step window, Elementwise's walked the 1,024 steps of its pass)
@@ -86,7 +86,7 @@ def test_steady_rounds_cost_is_bounded_whatever_the_grid():
         cfg = Config.parse(small, label)
         a, b = sim.simulate(m, small, cfg), sim.simulate(m, big, cfg)
         per_round = sim.simulate(m, small, cfg, exact=True).events / a.work_groups_per_cu * a.occupancy
-        assert b.extrapolated and b.events <= (sim.MAX_ROUNDS + 3) * per_round, (b.events, per_round)
+        assert b.extrapolated and b.events <= (cu_model.MAX_ROUNDS + 3) * per_round, (b.events, per_round)
 
 
 def test_the_pass_window_starts_after_the_resident_work_groups_settle():

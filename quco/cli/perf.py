@@ -21,7 +21,8 @@ from ..harness import evaluate as ev
 from ..perfmodel import search, space
 from ..perfmodel.model_table import described
 from ..perfmodel.params import machine
-from ..perfmodel.sim import occupancy, pass_period
+from ..perfmodel.residency import occupancy
+from ..perfmodel.sim import pass_period
 from ..perfmodel.work import Config, Queue, Work, barriers, fits, meta_bytes, queue_bytes
 
 
@@ -32,7 +33,7 @@ def config_doc(work: Work, cfg: Config, cycles: float, best: float) -> dict:
             "cycles": cycles, "gap_pct": 100.0 * (cycles / best - 1.0)}
 
 
-# The SimPy model schedules events for every tile a work-group walks (perfmodel/sim.py), so its
+# The SimPy model schedules events for every tile a work-group walks (perfmodel/cu_model.py), so its
 # time grows with the tiles of a pass and with the passes it simulates. Measured on the
 # 2-core reference machine under load (exhaustive search; evaluate adds the baselines and the
 # Ideal case): one queue of 262,144 elements (4,096 tiles of 64) 2 s / 3 s; 1,048,576 (16,384

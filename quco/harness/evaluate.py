@@ -15,7 +15,7 @@ from ..host.device import Device
 from ..kernel.format import Kernel
 from ..perfmodel import search
 from ..perfmodel.params import machine
-from ..perfmodel.sim import occupancy
+from ..perfmodel.residency import occupancy
 from ..perfmodel.work import Config, Work, fits
 
 CASES = ("NoATT/Non-Tuned", "NoATT/Fine-Tuned", "ATT/Non-Tuned", "ATT/Informed-Tuned",

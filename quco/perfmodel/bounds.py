@@ -22,7 +22,7 @@ its last request):
 
 Which tiles a work-group loads (stationary operands once per slot, L2 hits by pass) is
 read from the same `Model` the simulation builds, not recomputed. The simulation
-extrapolates long grids, long loop nests and long passes (sim.py, window.py) from
+extrapolates long grids, long loop nests and long passes (cu_model.py, sim.py, window.py) from
 simulated parts, linearly, so its result can fall below work it would charge in a full
 run (by up to 6.5% seen): the search multiplies the bound by SAFETY, a measured margin, not a
 proof. `bench/bounds.py` checks it on every configuration of `bench/model_digest.py`'s set
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from .cu_model import Model  # it holds what a run charges; building one simulates nothing
 from .params import Machine, const, dram_efficiency
 from .work import Config, Work
 
@@ -48,7 +49,6 @@ def lower_bound(m: Machine, work: Work, cfg: Config, mode: str = "att", max_occu
     bound times `safety` (1: below the exact run, `simulate(..., exact=True)`), plus the launch
     and a split K's reduction. Raises ValueError where the configuration does not fit, as the
     model does."""
-    from .sim import Model  # sim's Model holds what a run charges; building one simulates nothing
     model = Model(m, work, cfg, mode, max_occupancy=max_occupancy)
     return safety * _run_bound(model) + _after_grid(m, work)
 

@@ -41,8 +41,10 @@ from scipy import optimize
 
 from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
+from . import dram_load
 from .params import Machine
-from .sim import Model, per_cu
+from .residency import per_cu
+from .cu_model import Model
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -241,11 +243,11 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
 
 def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> float:
     """The DRAM share's utilisation the measured (tile, slots) reaches with `occ` resident
-    (Model.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
+    (dram_load.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
     if m.dram_queue_mode != 3:
         return 1.0
     free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return Model(free, work, measured_config(work, tile, slots), max_occupancy=occ).loaded_share()
+    return dram_load.loaded_share(Model(free, work, measured_config(work, tile, slots), max_occupancy=occ))
 
 
 def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:

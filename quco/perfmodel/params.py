@@ -113,11 +113,12 @@ class Machine:
                                        # slot (retire and launch), at the kernel's clock
     att_inflight: float = 0.0          # > 0: bytes the CU's ATT may have requested and not yet received
                                        # (its outstanding cache-line requests x the line); past it the
-                                       # unit waits until earlier bytes are in (sim.Model._admit)
+                                       # unit waits until earlier bytes are in (cu_model.Model._admit)
     load_inflight: float = 0.0         #   the same for the wavefronts' own loads (NoATT), which go
                                        #   through the CU's vector memory path (L1, its MSHRs)
-    dram_queue: float = 0.0            # cycles S: the DRAM's queueing delay under load, S x u / (1 - u)
-                                       # at utilisation u (memory.loaded_delay, memory.queue_delay)
+    dram_queue_service: float = 0.0    # cycles S, the DRAM's service time: its queueing delay under
+                                       # load is S x u / (1 - u) at utilisation u
+                                       # (memory.loaded_delay, memory.queue_delay)
     dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
                                        # in flight (a closed loop, once); 2: from the simulated utilisation;
                                        # 3: the DRAM share runs at the closed loop's u (no delay added)
@@ -177,7 +178,7 @@ def machine(g: dict, core_clock_mhz: int = 0, active_cus: int = 0, lds_bytes: in
         load_inflight=float(d["load_inflight_lines"] * g["cache_line_bytes"]),
         # latency under load: an M/M/1 station whose idle residence is the DRAM's part of the round
         # trip (beyond an L2 hit), S = lat_dram - lat_l2 (memory.loaded_delay); evaluated, not shipped
-        dram_queue=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]),
+        dram_queue_service=max(lat_dram - g["lat_l2_cycles"], 0.0), dram_queue_mode=int(d["dram_queueing"]),
         load_release=float(d["load_release_cycles"]))
 
 

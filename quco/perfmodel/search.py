@@ -10,7 +10,9 @@ import itertools
 from dataclasses import dataclass
 
 from .params import Machine, machine
-from .sim import Outcome, occupancy, simulate
+from .residency import occupancy
+from .sim import simulate
+from .sim_data import Outcome
 from .work import Config, Work, fits
 
 TILE_RANGE = (64, 8192)        # QuCo Sec. V: tiles 64..8,192 elements

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..gst import abi
 from . import bounds, search
 from .params import Machine
-from .sim import occupancy
+from .residency import occupancy
 from .work import BARRIERS_PER_SLOT, Config, Work, fits, meta_bytes
 
 EXHAUSTIVE_MAX = 1024   # fitting configurations evaluated one by one (a 3-run kernel: 8 x 8^3 = 4,096)

@@ -3,7 +3,7 @@ rows say it is, and whether that carries (issue #29).
 
 When an SM holds one work-group of a kernel at a time, the next one starts only after the first
 has retired and the block scheduler has launched it there: a time (`Machine.turnover`) in which
-that slot neither issues nor computes. The model charges it in `sim.Model._resident` between
+that slot neither issues nor computes. The model charges it in `cu_model.Model._resident` between
 consecutive work-groups of a slot; where several work-groups are resident the others fill it.
 
 It is set by pairs of rows of one kernel, grid size and tile (the closed form the model reduces
@@ -31,7 +31,7 @@ from scipy import optimize
 from .fit import FAMILIES, _clean, _residency
 from .hardware import COMPARED, Measurement, model_us, scaled_kernel, unpipelined_tiles
 from .params import Machine
-from .sim import per_cu
+from .residency import per_cu
 from .work import Work
 
 PROBE_NS = 1000.0  # the turnover at which the model's derivative is taken (it is linear above 0)

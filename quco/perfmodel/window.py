@@ -5,13 +5,11 @@ check it against full runs."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
+from .cu_model import EXTENSIVE, Model
 from .params import Machine
+from .sim_data import Outcome
 from .work import Config, Work
-
-if TYPE_CHECKING:
-    from .sim import Outcome
 
 STEP_RUNS = (48, 96)  # a long single pass is simulated over this many steps a work-group and
                       # extrapolated linearly (simulate): a work-group's time is its fill, then
@@ -26,22 +24,21 @@ def streams_privately(work: Work, tile: int) -> bool:
             and all(work.pass_length(i) % tile == 0 and work.sharers(i) == 1 for i in range(len(work.queues))))
 
 
-def extrapolate_steps(m: Machine, work: Work, cfg: Config, mode: str, max_occupancy: int, steps: int) -> "Outcome":
+def extrapolate_steps(m: Machine, work: Work, cfg: Config, mode: str, max_occupancy: int, steps: int) -> Outcome:
     """The grid with every work-group's queues cut to STEP_RUNS steps (its results and FLOPs
     in proportion), twice, extrapolated linearly to `steps`: the cost of a long pass no
     longer grows with it (tests check it against the full run)."""
-    from . import sim  # sim imports this module
     runs = []
     for s in STEP_RUNS:
         short = dataclasses.replace(
             work, queues=tuple(dataclasses.replace(q, length=s * cfg.tile) for q in work.queues),
             output_bytes=round(work.output_bytes * s / steps), flops=round(work.flops * s / steps))
-        model = sim.Model(m, short, cfg, mode, False, max_occupancy)
+        model = Model(m, short, cfg, mode, False, max_occupancy)
         runs.append((model, model.run()))
     (_, ta), (b, tb) = runs
     per = (steps - STEP_RUNS[1]) / (STEP_RUNS[1] - STEP_RUNS[0])
     total = dict(tb)
-    for key in sim.EXTENSIVE:
+    for key in EXTENSIVE:
         total[key] = tb[key] + per * (tb[key] - ta[key])
     total["events"] = ta["events"] + tb["events"]
     total["extrapolated"] = True

@@ -26,7 +26,7 @@ from ..kernel.format import partition_problems
 from ..perfmodel import search
 from ..perfmodel.model_table import described
 from ..perfmodel.params import Machine, machine
-from ..perfmodel.sim import occupancy
+from ..perfmodel.residency import occupancy
 from ..perfmodel.work import Config, Work, fits
 from .format import Layer, Workload, WorkloadError, shown
 

@@ -1,0 +1,53 @@
+"""The DRAM round trip under load, for a configuration on the model of one CU (`dram_queueing`
+1 and 3, off in every preset: evaluated on the H100, docs/perf-model.md). The closed loop of the
+configuration's reads in flight sets the DRAM share's utilisation (memory.loaded_utilisation)
+and the round trip's queueing delay (memory.loaded_delay); `dram_queueing` 2 takes the
+utilisation from the simulation instead (memory.queue_delay, in the model's fetch). `model`:
+the model of one CU (cu_model.Model), which calls these as it is built."""
+from __future__ import annotations
+
+from .memory import loaded_delay, loaded_utilisation
+from .params import Machine, dram_efficiency
+
+
+def idle_round_trip(m: Machine, mode: str) -> float:
+    """A DRAM read's idle round trip: the ATT's path (ATT, Ideal) or the own loads' (NoATT)."""
+    return m.lat_att + m.lat_dram if mode != "noatt" else m.lat_dram
+
+
+def reads_in_flight(model) -> tuple[float, float, float]:
+    """The closed loop of the configuration's DRAM reads on a CU (dram_queue_mode 1, 3): the
+    bytes of reads it keeps in flight (each queue's slots, at most its tiles a pass, of the
+    bytes that miss the L2; NoATT: a step's loads; times the resident work-groups), the reads'
+    share of the DRAM traffic (stores take the rest) and the idle round trip R0 (cycles)."""
+    w, inflight = model.work, 0.0
+    for g in model.groups:
+        if not g.resident:
+            inflight += (1 if model.mode == "noatt" else min(g.slots, g.tiles)) * g.tile_bytes * (1.0 - g.hit_fresh)
+    reads = sum(w.pass_length(i) * q.elem_size * q.fresh_passes for i, q in enumerate(w.queues))
+    read_share = reads / (reads + w.output_bytes) if reads else 1.0
+    return model.occ * inflight, read_share, idle_round_trip(model.m, model.mode)
+
+
+def loaded_share(model) -> float:
+    """The DRAM share's utilisation under the closed loop of the configuration's reads in
+    flight (reads_in_flight, over the DRAM's own rate before the streams' cost):
+    loaded_utilisation; 1 with no queueing (dram_queue_mode 3)."""
+    m = model.m
+    if m.dram_queue_service <= 0:
+        return 1.0
+    inflight, read_share, r0 = reads_in_flight(model)
+    if inflight <= 0:
+        return 1.0
+    rate = m.dram_bytes_per_cycle / model.share_cus * dram_efficiency(model.request_bytes) * read_share
+    return loaded_utilisation(m.dram_queue_service, r0, inflight / rate)
+
+
+def loaded_dram_delay(model) -> float:
+    """The DRAM round trip's queueing delay under load (m.dram_queue_service = S, cycles;
+    dram_queue_mode 1): at utilisation u of the CU's share of DRAM for reads the round trip is
+    R0 + S u / (1 - u), and the closed loop of reads_in_flight moves its W bytes per round
+    trip: u x rate = W / (R0 + S u / (1 - u)) (loaded_delay)."""
+    inflight, read_share, r0 = reads_in_flight(model)
+    rate = model.pipes.dram_rate * dram_efficiency(model.request_bytes) * read_share
+    return loaded_delay(model.m.dram_queue_service, r0, inflight / rate)
