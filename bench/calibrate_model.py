@@ -10,6 +10,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --hardware # the H100 fit and leave-one-family-out
     .venv/bin/python bench/calibrate_model.py --leave-size-out  # the H100 fit on one grid size, the other predicted
     .venv/bin/python bench/calibrate_model.py --inflight # the per-CU limit on bytes in flight (a few minutes)
+    .venv/bin/python bench/calibrate_model.py --share-fit  # dram_queueing 3, S and stream cost fitted jointly
 """
 from __future__ import annotations
 
@@ -467,6 +468,105 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue * ns:.0f}, {c:.3g} (refitted)")
 
 
+def share_fit(path: str, gpu: str = "h100-sxm") -> None:
+    """dram_queueing 3 calibrated jointly (fit.fit_share: S and the stream cost by least squares of
+    log(model / measured) over the big grid's bandwidth-bound rows, the rows fit_streams uses;
+    every other constant refitted around them by fit.fit(joint=True)): the constants and their
+    rows, the #29 figures against the shipped model, leave one kernel family out and leave one
+    grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
+    ("Latency under load") applied."""
+    import dataclasses
+    from quco.perfmodel import fit as hwfit, hardware as hw
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    ns = 1000.0 / m.clock_mhz
+    print(f"the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
+    for size in ("big", "paper"):
+        got, used = hwfit.fit_share(m, rows, size=size)
+        print(f"  {size} ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, cost {got['dram_stream_cost']:.3g}, "
+              f"rms {got['rms_log']:.4f}")
+    terms = hwfit.share_terms(m, rows, "big") + hwfit.share_terms(m, rows, "paper")
+    s_both, c_both, rms = hwfit.fit_share_terms(terms)
+    print(f"  both ({len(terms)} rows): S {s_both * ns:.0f} ns, cost {c_both:.3g}, rms {rms:.4f}")
+    c, used = hwfit.fit(m, gst, rows, joint=True)
+    print("\nevery constant refitted with dram_queueing 3 (fit.fit(joint=True)), its rows:")
+    for k, v in c.items():
+        print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
+    for k, rs in used.items():
+        if not rs:
+            print(f"  {k}: no row (unfitted value)")
+            continue
+        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
+        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
+              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    joint_m = hwfit.with_constants(dataclasses.replace(m, dram_queue_mode=3), c)
+    shipped, joint = hw.compare(rows, gst, m=m), hw.compare(rows, gst, m=joint_m)
+    print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
+    print("|---|---|---|---|---|")
+    for a, b in zip(joint, shipped):
+        print(f"| {a['size']} | {a['kernel']} | {a['spearman']:.3f} ({b['spearman']:.3f}) | {a['model_best']} "
+              f"{a['model_best_cost_pct']:+.2f}% ({b['model_best']} {b['model_best_cost_pct']:+.2f}%) | "
+              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    print(_targets_line("joint", joint))
+    print(_targets_line("shipped", shipped))
+    loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, joint=True), hwfit.leave_one_out(m, gst, rows)
+    print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
+    print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
+    for a, b in zip(loo_j, loo_s):
+        print(f"| {a['held_out']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
+              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
+              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
+              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    print(_targets_line("joint, families held out", loo_j))
+    print(_targets_line("shipped stages, families held out", loo_s))
+    lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, joint=True), hwfit.leave_size_out(m, gst, rows)
+    print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
+    print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
+          "|---|---|---|---|---|---|---|")
+    for a, b in zip(lso_j, lso_s):
+        print(f"| {a['fitted_on']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
+              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
+              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
+              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    for size in dict.fromkeys(r["fitted_on"] for r in lso_j):
+        print(_targets_line(f"joint, fitted on {size}", [r for r in lso_j if r["fitted_on"] == size]))
+        print(_targets_line(f"shipped stages, fitted on {size}", [r for r in lso_s if r["fitted_on"] == size]))
+    print("\nacceptance (set before the run): " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in
+          accept(joint, shipped, loo_j, loo_s, lso_j, lso_s).items()))
+
+
+def _score(res: list[dict]) -> tuple:
+    """(rank >= 0.9 count, min rank, geomean model-best cost, within 2%, max median error)."""
+    rho = [r["spearman"] for r in res]
+    cost = [r["model_best_cost_pct"] for r in res]
+    return (sum(v >= 0.9 for v in rho), min(rho), hwdata.geomean_pct(cost), sum(v <= 2 for v in cost),
+            max(r["median_error_pct"] for r in res))
+
+
+def _no_worse(a: list[dict], b: list[dict]) -> bool:
+    """A leave-out of the joint fit does at least as well as the shipped one: rank count, geomean
+    and max median error each no worse."""
+    x, y = _score(a), _score(b)
+    return x[0] >= y[0] and x[2] <= y[2] + 1e-9 and x[4] <= y[4] + 1e-9
+
+
+def accept(joint, shipped, loo_j, loo_s, lso_j, lso_s) -> dict:
+    """The brief's rule for shipping dram_queueing 3, each clause."""
+    j, s = _score(joint), _score(shipped)
+    sizes = dict.fromkeys(r["fitted_on"] for r in lso_j)
+    out = {"rank >= 0.9 on at least 8": j[0] >= 8,
+           "no model best worse than shipped by > 0.5 pt": all(
+               a["model_best_cost_pct"] <= b["model_best_cost_pct"] + 0.5 for a, b in zip(joint, shipped)),
+           f"geomean improves ({j[2]:+.2f}% vs {s[2]:+.2f}%)": j[2] < s[2] - 1e-9,
+           f"median errors <= 10% (max {j[4]:.1f}%)": j[4] <= 10.0,
+           "leave one family out no worse": _no_worse(loo_j, loo_s)}
+    for size in sizes:
+        out[f"leave size out, fitted on {size}, no worse"] = _no_worse(
+            [r for r in lso_j if r["fitted_on"] == size], [r for r in lso_s if r["fitted_on"] == size])
+    return out
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
@@ -479,8 +579,12 @@ if __name__ == "__main__":
                     help="latency under load: the round trips the H100 rows imply, the #29 figures by S")
     ap.add_argument("--share", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and stream cost")
+    ap.add_argument("--share-fit", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="dram_queueing 3 with S and the stream cost fitted jointly: the #29 figures, both leave-outs")
     args = ap.parse_args()
-    if args.share:
+    if args.share_fit:
+        share_fit(args.share_fit)
+    elif args.share:
         share(args.share)
     elif args.loaded:
         loaded(args.loaded)

@@ -41,6 +41,7 @@ from scipy import optimize
 
 from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
+from .memory import loaded_utilisation
 from .params import Machine
 from .sim import Model, per_cu
 from .work import Config, Work
@@ -260,11 +261,95 @@ def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str
     return float(res.x[0]), [r for r, _, _ in used]
 
 
+# ------------------------------------------------ the stream cost and S jointly, dram_queueing 3
+def with_service(m: Machine, s_cycles: float) -> Machine:
+    """`m` with the DRAM's service time S (cycles; the one place that names its Machine field)."""
+    return dataclasses.replace(m, dram_queue=float(s_cycles))
+
+
+def service(m: Machine) -> float:
+    """The DRAM's service time S of `m` (cycles)."""
+    return m.dram_queue
+
+
+def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """stream_rows' rows with what the DRAM share at any S needs: (measurement, streams, DRAM
+    bound us, launch us, R0 cycles, w cycles). w, the closed loop's bytes in flight over its
+    share's rate, does not depend on S: it is read back from Model.loaded_share at the GST's S
+    (u (R0 + S u / (1 - u)) = w, memory.loaded_utilisation); w = 0 where nothing is in flight
+    (share 1)."""
+    mm = dataclasses.replace(m, dram_queue_mode=3)
+    ref = service(mm) if service(mm) > 0 else 1.0
+    mm = with_service(mm, ref)
+    r0 = mm.lat_att + mm.lat_dram
+    out = []
+    for r, streams, _ in stream_rows(dataclasses.replace(m, dram_queue_mode=0), rows, size, kernels):
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        occ = min(_residency(m, work, r, rows), per_cu(m, r.work_groups))
+        u = loaded_share(mm, work, r.tile, r.slots, occ)
+        w = 0.0 if u >= 1.0 else u * (r0 + ref * u / (1.0 - u))
+        out.append((r, streams, _dram_us(m, work, r.work_groups), m.launch / m.clock_mhz, r0, w))
+    return out
+
+
+def share_at(s: float, r0: float, w: float) -> float:
+    """The DRAM share's utilisation as Model.loaded_share gives it: 1 with no queueing (S <= 0)
+    or nothing in flight, else the closed loop's u."""
+    return 1.0 if s <= 0 or w <= 0 else loaded_utilisation(s, r0, w)
+
+
+def share_residuals(x, terms) -> np.ndarray:
+    """log(model / measured) of each row of share_terms at (S cycles, stream cost) = x: the model
+    is the DRAM bound at the share's utilisation plus the launch, times 1 + cost x streams (the
+    bound stream_rows / fit_streams take)."""
+    s, cost = x
+    return np.array([math.log((dram / share_at(s, r0, w) + launch) * (1.0 + cost * n) / r.time_us)
+                     for r, n, dram, launch, r0, w in terms])
+
+
+SHARE_S_MAX = 4.0  # the S scanned, in idle round trips (R0): past it u sits at its S -> infinity limit
+
+
+def fit_share_terms(terms: list[tuple]) -> tuple[float, float, float]:
+    """(S cycles, stream cost, rms log error): least squares of share_residuals over S in
+    [0, SHARE_S_MAX x R0] and cost >= 0 (scipy.optimize.least_squares, bounded); started from the
+    best of a scan of S in R0 / 40 steps, the cost fitted at each (the objective is not convex
+    in S), so the result does not hang on a starting guess."""
+    if len(terms) < 3:
+        raise ValueError(f"{len(terms)} bandwidth-bound rows: at least 3 needed to fit S and the stream cost")
+    r0 = max(t[4] for t in terms)
+    hi = SHARE_S_MAX * r0
+
+    def at(s):
+        res = optimize.least_squares(lambda c: share_residuals((s, c[0]), terms), [1e-5], bounds=([0.0], [np.inf]),
+                                     x_scale=[1e-5])
+        return float(res.cost), float(res.x[0])
+    scan = [(at(s), s) for s in np.linspace(0.0, hi, 161)]
+    (_, c0), s0 = min(scan)
+    res = optimize.least_squares(lambda x: share_residuals(x, terms), [max(s0, 1e-9), c0],
+                                 bounds=([0.0, 0.0], [hi, np.inf]), x_scale=[r0 / 10, 1e-5],
+                                 xtol=1e-12, ftol=1e-12, gtol=1e-12)
+    s, c = (float(v) for v in res.x)
+    best = min((float(np.sum(share_residuals((s, c), terms) ** 2)), s, c), (2 * min(scan)[0][0], s0, c0))
+    return best[1], best[2], math.sqrt(best[0] / len(terms))
+
+
+def fit_share(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[dict, list]:
+    """S (dram_queue_cycles) and dram_stream_cost jointly with the DRAM share at the closed loop's
+    utilisation (dram_queueing 3): fit_share_terms over share_terms of `size`'s rows (the rows
+    fit_streams uses). Returns ({dram_queue_cycles, dram_stream_cost, rms_log}, rows used)."""
+    terms = share_terms(m, rows, size, kernels)
+    s, c, rms = fit_share_terms(terms)
+    return {"dram_queue_cycles": s, "dram_stream_cost": c, "rms_log": rms}, [t[0] for t in terms]
+
+
 def with_constants(m: Machine, c: dict) -> Machine:
     """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
     fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr", "stage_instr")}
     if "dram_stream_cost" in c:
         fields["dram_stream_cost"] = c["dram_stream_cost"]
+    if "dram_queue_cycles" in c:
+        m = with_service(m, c["dram_queue_cycles"])
     if "dep_instr_cycles" in c:
         fields["dep_instr"] = c["dep_instr_cycles"]
     if "launch_ns" in c:
@@ -332,27 +417,42 @@ def inflight_floor(m: Machine, gst: bytes, rows: list[Measurement], lo_kib: int 
     return lo_kib, bad
 
 
-def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
-    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
+def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, joint: bool = False) -> tuple[dict, dict]:
+    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it}). joint:
+    the stream stage is fit_share (S and the stream cost together, `m` run with dram_queueing 3)."""
     stage, stage_used = fit_stage(m, rows, kernels)
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
-    c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
-    launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    if joint:
+        m = dataclasses.replace(m, dram_queue_mode=3)
+        got, stream_used = fit_share(m, rows, kernels)
+        c.update({k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")})
+    else:
+        c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
+    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
+        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
+    # held out), the launch keeps its unfitted value (prior), not the shipped fit's
+    launch = got[0] if got else prior(m).launch * 1000.0 / m.clock_mhz
     c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
-    c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
-    return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
+    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
+        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    c["launch_ns"], launch_used = got if got else (launch, None)
+    return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used,
+               ("dram_queue_cycles, dram_stream_cost" if joint else "dram_stream_cost"): stream_used,
                "dep_instr_cycles": chain_used,
                "launch_ns": launch_used}
 
 
-def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
-    """For each kernel family: fit without it, then compare on it."""
+def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], joint: bool = False) -> list[dict]:
+    """For each kernel family: fit without it, then compare on it (joint: fit's)."""
     out = []
+    if joint:
+        m = dataclasses.replace(m, dram_queue_mode=3)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
-        c, _ = fit(m, gst, rows, rest)
+        c, _ = fit(m, gst, rows, rest, joint)
         for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
             out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
     return out
@@ -371,7 +471,7 @@ def prior(m: Machine) -> Machine:
 
 
 def _constants(m: Machine) -> dict:
-    return {"step_instr": m.step_instr, "queue_instr": m.queue_instr, "store_instr": m.store_instr,
+    return {"dram_queue_cycles": service(m),"step_instr": m.step_instr, "queue_instr": m.queue_instr, "store_instr": m.store_instr,
             "stage_instr": m.stage_instr, "dram_stream_cost": m.dram_stream_cost,
             "dep_instr_cycles": m.dep_instr, "launch_ns": m.launch * 1000.0 / m.clock_mhz}
 
@@ -383,13 +483,17 @@ def _try(stage, *args):
         return None
 
 
-def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED) -> tuple[dict, dict]:
+def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED,
+             joint: bool = False) -> tuple[dict, dict]:
     """Every fitted constant from the rows of one grid size alone, by `fit`'s stages and row
     rules applied to `size`'s rows: (constants, {constant: rows used, or None where no row of
     that size meets the stage's rule and the constant keeps its unfitted value, `prior`}).
     The stream cost's bound counts the launch, fitted after it: the stages repeat from the
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
-    value it printed, which closes that loop)."""
+    value it printed, which closes that loop). joint: S and the stream cost by fit_share, from
+    the GST's S (dram_queueing 3)."""
+    if joint:
+        m = dataclasses.replace(m, dram_queue_mode=3)
     train = [r for r in rows if r.size == size]
     base = prior(m)
     c, used = _constants(base), {}
@@ -403,9 +507,15 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
         if got:
             c.update(got[0])
         used.update({k: got and got[1] for k in ("step_instr", "queue_instr", "store_instr")})
-        got = _try(fit_streams, with_constants(base, c), train, kernels, size)
-        if got:
-            c["dram_stream_cost"] = got[0]
+        if joint:
+            got = _try(fit_share, with_constants(base, c), train, kernels, size)
+            if got:
+                c.update({k: got[0][k] for k in ("dram_queue_cycles", "dram_stream_cost")})
+            used["dram_queue_cycles"] = got and got[1]
+        else:
+            got = _try(fit_streams, with_constants(base, c), train, kernels, size)
+            if got:
+                c["dram_stream_cost"] = got[0]
         used["dram_stream_cost"] = got and got[1]
         got = _try(fit_launch, with_constants(base, c), gst, train, size, kernels)
         launch = got[0] if got else c["launch_ns"]
@@ -422,15 +532,17 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
     return c, used
 
 
-def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> list[dict]:
+def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED,
+                   joint: bool = False) -> list[dict]:
     """For each grid size of `rows`: every constant fitted on that size alone (fit_size), the
     model compared on every other size. {fitted_on, constants, used, **compare's summary}."""
     sizes = list(dict.fromkeys(r.size for r in rows if r.kernel in kernels))
     out = []
     for size in sizes:
-        c, used = fit_size(m, gst, rows, size, kernels)
+        c, used = fit_size(m, gst, rows, size, kernels, joint)
         held = [r for r in rows if r.size != size]
-        for res in compare(held, gst, kernels=kernels, m=with_constants(m, c)):
+        mm = dataclasses.replace(m, dram_queue_mode=3) if joint else m
+        for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})
     return out
