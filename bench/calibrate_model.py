@@ -489,6 +489,14 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     terms = hwfit.share_terms(m, rows, "big") + hwfit.share_terms(m, rows, "paper")
     s_both, c_both, rms = hwfit.fit_share_terms(terms)
     print(f"  both ({len(terms)} rows): S {s_both * ns:.0f} ns, cost {c_both:.3g}, rms {rms:.4f}")
+    for family, members in hwfit.FAMILIES.items():
+        try:
+            got, used = hwfit.fit_share(m, rows, members)
+        except ValueError as e:
+            print(f"  big, {family} alone: {e}")
+            continue
+        print(f"  big, {family} alone ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, "
+              f"cost {got['dram_stream_cost']:.3g}, rms {got['rms_log']:.4f}")
     c, used = hwfit.fit(m, gst, rows, joint=True)
     print("\nevery constant refitted with dram_queueing 3 (fit.fit(joint=True)), its rows:")
     for k, v in c.items():
@@ -510,6 +518,8 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
               f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
     print(_targets_line("joint", joint))
     print(_targets_line("shipped", shipped))
+    both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
+    print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hw.compare(rows, gst, m=both_m)))
     loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, joint=True), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")

@@ -307,6 +307,13 @@ def share_residuals(x, terms) -> np.ndarray:
                      for r, n, dram, launch, r0, w in terms])
 
 
+def fit_cost_at(terms: list[tuple], s: float) -> tuple[float, float]:
+    """(stream cost, rms log error) at a given S (cycles): the profile of fit_share_terms' objective."""
+    res = optimize.least_squares(lambda c: share_residuals((s, c[0]), terms), [1e-5], bounds=([0.0], [np.inf]),
+                                 x_scale=[1e-5])
+    return float(res.x[0]), math.sqrt(2.0 * float(res.cost) / len(terms))
+
+
 SHARE_S_MAX = 4.0  # the S scanned, in idle round trips (R0): past it u sits at its S -> infinity limit
 
 
@@ -321,9 +328,8 @@ def fit_share_terms(terms: list[tuple]) -> tuple[float, float, float]:
     hi = SHARE_S_MAX * r0
 
     def at(s):
-        res = optimize.least_squares(lambda c: share_residuals((s, c[0]), terms), [1e-5], bounds=([0.0], [np.inf]),
-                                     x_scale=[1e-5])
-        return float(res.cost), float(res.x[0])
+        c, rms = fit_cost_at(terms, s)
+        return rms * rms * len(terms) / 2.0, c
     scan = [(at(s), s) for s in np.linspace(0.0, hi, 161)]
     (_, c0), s0 = min(scan)
     res = optimize.least_squares(lambda x: share_residuals(x, terms), [max(s0, 1e-9), c0],
