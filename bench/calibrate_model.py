@@ -469,29 +469,29 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
 
 
 def share_fit(path: str, gpu: str = "h100-sxm") -> None:
-    """dram_queueing 3 calibrated jointly (fit.fit_share: S and the stream cost by least squares of
+    """dram_queueing 3 calibrated jointly (sharefit.fit_share: S and the stream cost by least squares of
     log(model / measured) over the big grid's bandwidth-bound rows, the rows fit_streams uses;
     every other constant refitted around them by fit.fit(joint=True)): the constants and their
     rows, the #29 figures against the shipped model, leave one kernel family out and leave one
     grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
     ("Latency under load") applied."""
     import dataclasses
-    from quco.perfmodel import fit as hwfit, hardware as hw
+    from quco.perfmodel import fit as hwfit, hardware as hw, sharefit
     gst = tables.load(gpu)
     m = machine(tables.unpack(gst))
     rows = hw.read(path)
     ns = 1000.0 / m.clock_mhz
-    print(f"the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
+    print("the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
     for size in ("big", "paper"):
-        got, used = hwfit.fit_share(m, rows, size=size)
+        got, used = sharefit.fit_share(m, rows, size=size)
         print(f"  {size} ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, cost {got['dram_stream_cost']:.3g}, "
               f"rms {got['rms_log']:.4f}")
-    terms = hwfit.share_terms(m, rows, "big") + hwfit.share_terms(m, rows, "paper")
-    s_both, c_both, rms = hwfit.fit_share_terms(terms)
+    terms = sharefit.share_terms(m, rows, "big") + sharefit.share_terms(m, rows, "paper")
+    s_both, c_both, rms = sharefit.fit_share_terms(terms)
     print(f"  both ({len(terms)} rows): S {s_both * ns:.0f} ns, cost {c_both:.3g}, rms {rms:.4f}")
     for family, members in hwfit.FAMILIES.items():
         try:
-            got, used = hwfit.fit_share(m, rows, members)
+            got, used = sharefit.fit_share(m, rows, members)
         except ValueError as e:
             print(f"  big, {family} alone: {e}")
             continue

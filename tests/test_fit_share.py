@@ -1,4 +1,4 @@
-"""fit.fit_share (issue #29, dram_queueing 3 calibrated jointly; evaluated, not shipped): S and the
+"""sharefit.fit_share (issue #29, dram_queueing 3 calibrated jointly; evaluated, not shipped): S and the
 stream cost by least squares of log(model / measured) over bandwidth-bound rows. Synthetic rows
 made from known constants through the closed form are recovered; the terms read from the H100
 rows give the model's own loaded share at an S other than the one they were read at."""
@@ -10,7 +10,7 @@ import types
 import pytest
 
 from quco.gst import tables
-from quco.perfmodel import fit, hardware
+from quco.perfmodel import fit, hardware, sharefit
 from quco.perfmodel.memory import loaded_utilisation
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
@@ -34,7 +34,7 @@ def synthetic(s: float, cost: float) -> list[tuple]:
 
 @pytest.mark.parametrize("s,cost", [(400.0, 1.2e-5), (150.0, 3e-6), (900.0, 0.0), (0.0, 1.36e-5)])
 def test_planted_constants_are_recovered(s, cost):
-    got_s, got_c, rms = fit.fit_share_terms(synthetic(s, cost))
+    got_s, got_c, rms = sharefit.fit_share_terms(synthetic(s, cost))
     assert rms < 1e-6
     assert got_s == pytest.approx(s, abs=0.5)
     assert got_c == pytest.approx(cost, rel=1e-3, abs=1e-9)
@@ -42,13 +42,13 @@ def test_planted_constants_are_recovered(s, cost):
 
 def test_too_few_rows_is_a_clear_error():
     with pytest.raises(ValueError, match="at least 3"):
-        fit.fit_share_terms(synthetic(400.0, 1e-5)[:2])
+        sharefit.fit_share_terms(synthetic(400.0, 1e-5)[:2])
 
 
 def test_the_residuals_are_zero_at_the_planted_point_and_not_elsewhere():
     terms = synthetic(400.0, 1e-5)
-    assert max(abs(fit.share_residuals((400.0, 1e-5), terms))) < 1e-12
-    assert max(abs(fit.share_residuals((200.0, 1e-5), terms))) > 1e-3
+    assert max(abs(sharefit.share_residuals((400.0, 1e-5), terms))) < 1e-12
+    assert max(abs(sharefit.share_residuals((200.0, 1e-5), terms))) > 1e-3
 
 
 def test_with_service_changes_only_s():
@@ -61,12 +61,12 @@ def test_the_h100_terms_give_the_models_share_at_another_s():
     """w is read back at the GST's S; at twice that S the closed form must give what the model's
     own Model.loaded_share gives there (w does not depend on S)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
-    terms = fit.share_terms(H100, rows)
+    terms = sharefit.share_terms(H100, rows)
     assert len(terms) >= 50
     m3 = dataclasses.replace(H100, dram_queue_mode=3)
     other = fit.with_service(m3, 2 * fit.service(H100))
     for r, _, _, _, r0, w in terms[::9]:
         work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
         occ = min(fit._residency(H100, work, r, rows), fit.per_cu(H100, r.work_groups))
-        assert fit.share_at(fit.service(other), r0, w) == pytest.approx(
+        assert sharefit.share_at(fit.service(other), r0, w) == pytest.approx(
             fit.loaded_share(other, work, r.tile, r.slots, occ), rel=1e-9)
