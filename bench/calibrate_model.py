@@ -471,7 +471,7 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
 def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     """dram_queueing 3 calibrated jointly (sharefit.fit_share: S and the stream cost by least squares of
     log(model / measured) over the big grid's bandwidth-bound rows, the rows fit_streams uses;
-    every other constant refitted around them by fit.fit(joint=True)): the constants and their
+    every other constant refitted around them by fit.fit(share=sharefit.fit_share)): the constants and their
     rows, the #29 figures against the shipped model, leave one kernel family out and leave one
     grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
     ("Latency under load") applied."""
@@ -497,8 +497,8 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
             continue
         print(f"  big, {family} alone ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, "
               f"cost {got['dram_stream_cost']:.3g}, rms {got['rms_log']:.4f}")
-    c, used = hwfit.fit(m, gst, rows, joint=True)
-    print("\nevery constant refitted with dram_queueing 3 (fit.fit(joint=True)), its rows:")
+    c, used = hwfit.fit(m, gst, rows, share=sharefit.fit_share)
+    print("\nevery constant refitted with dram_queueing 3 (fit.fit(share=sharefit.fit_share)), its rows:")
     for k, v in c.items():
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
     for k, rs in used.items():
@@ -520,7 +520,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print(_targets_line("shipped", shipped))
     both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
     print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hw.compare(rows, gst, m=both_m)))
-    loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, joint=True), hwfit.leave_one_out(m, gst, rows)
+    loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
     for a, b in zip(loo_j, loo_s):
@@ -530,7 +530,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
               f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
     print(_targets_line("joint, families held out", loo_j))
     print(_targets_line("shipped stages, families held out", loo_s))
-    lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, joint=True), hwfit.leave_size_out(m, gst, rows)
+    lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_size_out(m, gst, rows)
     print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
     print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
           "|---|---|---|---|---|---|---|")

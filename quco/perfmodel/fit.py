@@ -345,17 +345,18 @@ def inflight_floor(m: Machine, gst: bytes, rows: list[Measurement], lo_kib: int 
     return lo_kib, bad
 
 
-def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, joint: bool = False) -> tuple[dict, dict]:
-    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it}). joint:
-    the stream stage is fit_share (S and the stream cost together, `m` run with dram_queueing 3)."""
+def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share=None) -> tuple[dict, dict]:
+    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it}). share:
+    the stream stage (sharefit.fit_share: S and the stream cost together, `m` run with
+    dram_queueing 3; passed in, as sharefit reads this module's row rules)."""
     stage, stage_used = fit_stage(m, rows, kernels)
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
+    joint = share is not None
     if joint:
         m = dataclasses.replace(m, dram_queue_mode=3)
-        from .sharefit import fit_share  # (it reads this module's row rules)
-        got, stream_used = fit_share(m, rows, kernels)
+        got, stream_used = share(m, rows, kernels)
         c.update({k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")})
     else:
         c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
@@ -374,14 +375,14 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, joint
                "launch_ns": launch_used}
 
 
-def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], joint: bool = False) -> list[dict]:
-    """For each kernel family: fit without it, then compare on it (joint: fit's)."""
+def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], share=None) -> list[dict]:
+    """For each kernel family: fit without it, then compare on it (share: fit's)."""
     out = []
-    if joint:
+    if share is not None:
         m = dataclasses.replace(m, dram_queue_mode=3)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
-        c, _ = fit(m, gst, rows, rest, joint)
+        c, _ = fit(m, gst, rows, rest, share)
         for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
             out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
     return out
@@ -413,14 +414,15 @@ def _try(stage, *args):
 
 
 def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED,
-             joint: bool = False) -> tuple[dict, dict]:
+             share=None) -> tuple[dict, dict]:
     """Every fitted constant from the rows of one grid size alone, by `fit`'s stages and row
     rules applied to `size`'s rows: (constants, {constant: rows used, or None where no row of
     that size meets the stage's rule and the constant keeps its unfitted value, `prior`}).
     The stream cost's bound counts the launch, fitted after it: the stages repeat from the
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
-    value it printed, which closes that loop). joint: S and the stream cost by fit_share, from
-    the GST's S (dram_queueing 3)."""
+    value it printed, which closes that loop). share: the stream stage as in `fit`, from the
+    GST's S (dram_queueing 3)."""
+    joint = share is not None
     if joint:
         m = dataclasses.replace(m, dram_queue_mode=3)
     train = [r for r in rows if r.size == size]
@@ -437,8 +439,7 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
             c.update(got[0])
         used.update({k: got and got[1] for k in ("step_instr", "queue_instr", "store_instr")})
         if joint:
-            from .sharefit import fit_share
-            got = _try(fit_share, with_constants(base, c), train, kernels, size)
+            got = _try(share, with_constants(base, c), train, kernels, size)
             if got:
                 c.update({k: got[0][k] for k in ("dram_queue_cycles", "dram_stream_cost")})
             used["dram_queue_cycles"] = got and got[1]
@@ -463,15 +464,15 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
 
 
 def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED,
-                   joint: bool = False) -> list[dict]:
+                   share=None) -> list[dict]:
     """For each grid size of `rows`: every constant fitted on that size alone (fit_size), the
     model compared on every other size. {fitted_on, constants, used, **compare's summary}."""
     sizes = list(dict.fromkeys(r.size for r in rows if r.kernel in kernels))
     out = []
     for size in sizes:
-        c, used = fit_size(m, gst, rows, size, kernels, joint)
+        c, used = fit_size(m, gst, rows, size, kernels, share)
         held = [r for r in rows if r.size != size]
-        mm = dataclasses.replace(m, dram_queue_mode=3) if joint else m
+        mm = dataclasses.replace(m, dram_queue_mode=3) if share is not None else m
         for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})

@@ -2,7 +2,8 @@
 "Latency under load"): the DRAM's service time S and the stream cost by least squares of
 log(model / measured) over the bandwidth-bound rows fit.stream_rows picks, the model there being
 the DRAM bound at the closed loop's utilisation u(S) (Model.loaded_share) plus the launch, times
-1 + cost x streams. fit.fit(joint=True) and fit.fit_size(joint=True) use it as their stream stage.
+1 + cost x streams. fit.fit, fit.leave_one_out, fit.fit_size and fit.leave_size_out take it as
+their stream stage (share=fit_share; passed in, so that fit.py does not import this module).
 """
 from __future__ import annotations
 
