@@ -11,6 +11,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --leave-size-out  # the H100 fit on one grid size, the other predicted
     .venv/bin/python bench/calibrate_model.py --inflight # the per-CU limit on bytes in flight (a few minutes)
     .venv/bin/python bench/calibrate_model.py --share-fit  # dram_queueing 3, S and stream cost fitted jointly
+    .venv/bin/python bench/calibrate_model.py --share-scan # ... the whole model's log error by S and stream cost
 """
 from __future__ import annotations
 
@@ -546,6 +547,31 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
           accept(joint, shipped, loo_j, loo_s, lso_j, lso_s).items()))
 
 
+def share_scan(path: str, gpu: str = "h100-sxm") -> None:
+    """The whole model's rms log error (model / measured) over every TMA row, per grid, and the
+    rank >= 0.9 count, on a grid of S and stream cost with dram_queueing 3 and the other constants
+    as shipped: does the full model, not only fit_share's bound, want the stream cost at 0?"""
+    import dataclasses
+    import math
+    from quco.perfmodel import fit as hwfit, hardware as hw
+    gst = tables.load(gpu)
+    m = machine(tables.unpack(gst))
+    rows = hw.read(path)
+    ns = 1000.0 / m.clock_mhz
+    print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
+    for s in (0.0, 100.0, m.dram_queue * ns, 300.0, 400.0):
+        for c in (0.0, 0.5e-5, m.dram_stream_cost, 3e-5):
+            mm = hwfit.with_service(dataclasses.replace(m, dram_queue_mode=3, dram_stream_cost=c), s / ns)
+            res = hw.compare(rows, gst, m=mm)
+            cells, ranks = [], []
+            for size in ("big", "paper", "both"):
+                e = [math.log(p.model_us / p.measured_us) for r in res if size in (r["size"], "both")
+                     for p in r["points"] if p.model_us]
+                cells.append(f"{math.sqrt(sum(x * x for x in e) / len(e)):.4f}")
+                ranks.append(str(sum(r["spearman"] >= 0.9 for r in res if r["size"] == size)))
+            print(f"| {s:.0f} | {c:.3g} | {', '.join(cells)} | {', '.join(ranks[:2])} |")
+
+
 def _score(res: list[dict]) -> tuple:
     """(rank >= 0.9 count, min rank, geomean model-best cost, within 2%, max median error)."""
     rho = [r["spearman"] for r in res]
@@ -591,8 +617,12 @@ if __name__ == "__main__":
                     help="the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and stream cost")
     ap.add_argument("--share-fit", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="dram_queueing 3 with S and the stream cost fitted jointly: the #29 figures, both leave-outs")
+    ap.add_argument("--share-scan", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="dram_queueing 3: the whole model's log error on a grid of S and stream cost (about 3 minutes)")
     args = ap.parse_args()
-    if args.share_fit:
+    if args.share_scan:
+        share_scan(args.share_scan)
+    elif args.share_fit:
         share_fit(args.share_fit)
     elif args.share:
         share(args.share)
