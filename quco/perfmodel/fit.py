@@ -262,11 +262,24 @@ def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str
     return float(res.x[0]), [r for r, _, _ in used]
 
 
+# ------------------------------------------------ the stream cost and S jointly, dram_queueing 3
+def with_service(m: Machine, s_cycles: float) -> Machine:
+    """`m` with the DRAM's service time S (cycles; the one place that names its Machine field)."""
+    return dataclasses.replace(m, dram_queue=float(s_cycles))
+
+
+def service(m: Machine) -> float:
+    """The DRAM's service time S of `m` (cycles)."""
+    return m.dram_queue
+
+
 def with_constants(m: Machine, c: dict) -> Machine:
     """`m` with fitted constants (GPU_FIELDS names; launch_ns in ns)."""
     fields = {k: v for k, v in c.items() if k in ("step_instr", "queue_instr", "store_instr", "stage_instr")}
     if "dram_stream_cost" in c:
         fields["dram_stream_cost"] = c["dram_stream_cost"]
+    if "dram_queue_cycles" in c:
+        m = with_service(m, c["dram_queue_cycles"])
     if "dep_instr_cycles" in c:
         fields["dep_instr"] = c["dep_instr_cycles"]
     if "launch_ns" in c:
@@ -334,27 +347,44 @@ def inflight_floor(m: Machine, gst: bytes, rows: list[Measurement], lo_kib: int 
     return lo_kib, bad
 
 
-def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> tuple[dict, dict]:
-    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it})."""
+def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share=None) -> tuple[dict, dict]:
+    """Both stages on the rows of `kernels`: (constants, {constant: rows that set it}). share:
+    the stream stage (sharefit.fit_share: S and the stream cost together, `m` run with
+    dram_queueing 3; passed in, as sharefit reads this module's row rules)."""
     stage, stage_used = fit_stage(m, rows, kernels)
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
-    c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
-    launch, _ = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    joint = share is not None
+    if joint:
+        m = dataclasses.replace(m, dram_queue_mode=3)
+        got, stream_used = share(m, rows, kernels)
+        c.update({k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")})
+    else:
+        c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
+    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
+        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
+    # held out), the launch keeps its unfitted value (prior), not the shipped fit's
+    launch = got[0] if got else prior(m).launch * 1000.0 / m.clock_mhz
     c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
-    c["launch_ns"], launch_used = fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
-    return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used, "dram_stream_cost": stream_used,
+    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
+        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    c["launch_ns"], launch_used = got if got else (launch, None)
+    return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used,
+               ("dram_queue_cycles, dram_stream_cost" if joint else "dram_stream_cost"): stream_used,
                "dep_instr_cycles": chain_used,
                "launch_ns": launch_used}
 
 
-def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement]) -> list[dict]:
-    """For each kernel family: fit without it, then compare on it."""
+def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], share=None) -> list[dict]:
+    """For each kernel family: fit without it, then compare on it (share: fit's)."""
     out = []
+    if share is not None:
+        m = dataclasses.replace(m, dram_queue_mode=3)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
-        c, _ = fit(m, gst, rows, rest)
+        c, _ = fit(m, gst, rows, rest, share)
         for res in compare(rows, gst, kernels=members, m=with_constants(m, c)):
             out.append({"held_out": family, "constants": c, **{k: v for k, v in res.items() if k != "points"}})
     return out
@@ -373,7 +403,7 @@ def prior(m: Machine) -> Machine:
 
 
 def _constants(m: Machine) -> dict:
-    return {"step_instr": m.step_instr, "queue_instr": m.queue_instr, "store_instr": m.store_instr,
+    return {"dram_queue_cycles": service(m),"step_instr": m.step_instr, "queue_instr": m.queue_instr, "store_instr": m.store_instr,
             "stage_instr": m.stage_instr, "dram_stream_cost": m.dram_stream_cost,
             "dep_instr_cycles": m.dep_instr, "launch_ns": m.launch * 1000.0 / m.clock_mhz}
 
@@ -385,13 +415,18 @@ def _try(stage, *args):
         return None
 
 
-def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED) -> tuple[dict, dict]:
+def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels=COMPARED,
+             share=None) -> tuple[dict, dict]:
     """Every fitted constant from the rows of one grid size alone, by `fit`'s stages and row
     rules applied to `size`'s rows: (constants, {constant: rows used, or None where no row of
     that size meets the stage's rule and the constant keeps its unfitted value, `prior`}).
     The stream cost's bound counts the launch, fitted after it: the stages repeat from the
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
-    value it printed, which closes that loop)."""
+    value it printed, which closes that loop). share: the stream stage as in `fit`, from the
+    GST's S (dram_queueing 3)."""
+    joint = share is not None
+    if joint:
+        m = dataclasses.replace(m, dram_queue_mode=3)
     train = [r for r in rows if r.size == size]
     base = prior(m)
     c, used = _constants(base), {}
@@ -405,9 +440,15 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
         if got:
             c.update(got[0])
         used.update({k: got and got[1] for k in ("step_instr", "queue_instr", "store_instr")})
-        got = _try(fit_streams, with_constants(base, c), train, kernels, size)
-        if got:
-            c["dram_stream_cost"] = got[0]
+        if joint:
+            got = _try(share, with_constants(base, c), train, kernels, size)
+            if got:
+                c.update({k: got[0][k] for k in ("dram_queue_cycles", "dram_stream_cost")})
+            used["dram_queue_cycles"] = got and got[1]
+        else:
+            got = _try(fit_streams, with_constants(base, c), train, kernels, size)
+            if got:
+                c["dram_stream_cost"] = got[0]
         used["dram_stream_cost"] = got and got[1]
         got = _try(fit_launch, with_constants(base, c), gst, train, size, kernels)
         launch = got[0] if got else c["launch_ns"]
@@ -424,15 +465,17 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
     return c, used
 
 
-def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED) -> list[dict]:
+def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED,
+                   share=None) -> list[dict]:
     """For each grid size of `rows`: every constant fitted on that size alone (fit_size), the
     model compared on every other size. {fitted_on, constants, used, **compare's summary}."""
     sizes = list(dict.fromkeys(r.size for r in rows if r.kernel in kernels))
     out = []
     for size in sizes:
-        c, used = fit_size(m, gst, rows, size, kernels)
+        c, used = fit_size(m, gst, rows, size, kernels, share)
         held = [r for r in rows if r.size != size]
-        for res in compare(held, gst, kernels=kernels, m=with_constants(m, c)):
+        mm = dataclasses.replace(m, dram_queue_mode=3) if share is not None else m
+        for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})
     return out

@@ -1,0 +1,98 @@
+"""dram_queueing 3 calibrated jointly (issue #29; evaluated, not shipped: docs/perf-model.md,
+"Latency under load"): the DRAM's service time S and the stream cost by least squares of
+log(model / measured) over the bandwidth-bound rows fit.stream_rows picks, the model there being
+the DRAM bound at the closed loop's utilisation u(S) (Model.loaded_share) plus the launch, times
+1 + cost x streams. fit.fit, fit.leave_one_out, fit.fit_size and fit.leave_size_out take it as
+their stream stage (share=fit_share; passed in, so that fit.py does not import this module).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import optimize
+
+from .fit import _dram_us, _residency, loaded_share, service, stream_rows, with_service
+from .hardware import COMPARED, Measurement, scaled_kernel
+from .memory import loaded_utilisation
+from .params import Machine
+from .sim import per_cu
+from .work import Work
+
+
+def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
+    """stream_rows' rows with what the DRAM share at any S needs: (measurement, streams, DRAM
+    bound us, launch us, R0 cycles, w cycles). w, the closed loop's bytes in flight over its
+    share's rate, does not depend on S: it is read back from Model.loaded_share at the GST's S
+    (u (R0 + S u / (1 - u)) = w, memory.loaded_utilisation); w = 0 where nothing is in flight
+    (share 1)."""
+    mm = dataclasses.replace(m, dram_queue_mode=3)
+    ref = service(mm) if service(mm) > 0 else 1.0
+    mm = with_service(mm, ref)
+    r0 = mm.lat_att + mm.lat_dram
+    out = []
+    for r, streams, _ in stream_rows(dataclasses.replace(m, dram_queue_mode=0), rows, size, kernels):
+        work = Work.of(scaled_kernel(r.kernel, r.work_groups))
+        occ = min(_residency(m, work, r, rows), per_cu(m, r.work_groups))
+        u = loaded_share(mm, work, r.tile, r.slots, occ)
+        w = 0.0 if u >= 1.0 else u * (r0 + ref * u / (1.0 - u))
+        out.append((r, streams, _dram_us(m, work, r.work_groups), m.launch / m.clock_mhz, r0, w))
+    return out
+
+
+def share_at(s: float, r0: float, w: float) -> float:
+    """The DRAM share's utilisation as Model.loaded_share gives it: 1 with no queueing (S <= 0)
+    or nothing in flight, else the closed loop's u."""
+    return 1.0 if s <= 0 or w <= 0 else loaded_utilisation(s, r0, w)
+
+
+def share_residuals(x, terms) -> np.ndarray:
+    """log(model / measured) of each row of share_terms at (S cycles, stream cost) = x: the model
+    is the DRAM bound at the share's utilisation plus the launch, times 1 + cost x streams (the
+    bound stream_rows / fit_streams take)."""
+    s, cost = x
+    return np.array([math.log((dram / share_at(s, r0, w) + launch) * (1.0 + cost * n) / r.time_us)
+                     for r, n, dram, launch, r0, w in terms])
+
+
+def fit_cost_at(terms: list[tuple], s: float) -> tuple[float, float]:
+    """(stream cost, rms log error) at a given S (cycles): the profile of fit_share_terms' objective."""
+    res = optimize.least_squares(lambda c: share_residuals((s, c[0]), terms), [1e-5], bounds=([0.0], [np.inf]),
+                                 x_scale=[1e-5])
+    return float(res.x[0]), math.sqrt(2.0 * float(res.cost) / len(terms))
+
+
+SHARE_S_MAX = 4.0  # the S scanned, in idle round trips (R0): past it u sits at its S -> infinity limit
+
+
+def fit_share_terms(terms: list[tuple]) -> tuple[float, float, float]:
+    """(S cycles, stream cost, rms log error): least squares of share_residuals over S in
+    [0, SHARE_S_MAX x R0] and cost >= 0 (scipy.optimize.least_squares, bounded); started from the
+    best of a scan of S in R0 / 40 steps, the cost fitted at each (the objective is not convex
+    in S), so the result does not hang on a starting guess."""
+    if len(terms) < 3:
+        raise ValueError(f"{len(terms)} bandwidth-bound rows: at least 3 needed to fit S and the stream cost")
+    r0 = max(t[4] for t in terms)
+    hi = SHARE_S_MAX * r0
+
+    def at(s):
+        c, rms = fit_cost_at(terms, s)
+        return rms * rms * len(terms) / 2.0, c
+    scan = [(at(s), s) for s in np.linspace(0.0, hi, 161)]
+    (_, c0), s0 = min(scan)
+    res = optimize.least_squares(lambda x: share_residuals(x, terms), [max(s0, 1e-9), c0],
+                                 bounds=([0.0, 0.0], [hi, np.inf]), x_scale=[r0 / 10, 1e-5],
+                                 xtol=1e-12, ftol=1e-12, gtol=1e-12)
+    s, c = (float(v) for v in res.x)
+    best = min((float(np.sum(share_residuals((s, c), terms) ** 2)), s, c), (2 * min(scan)[0][0], s0, c0))
+    return best[1], best[2], math.sqrt(best[0] / len(terms))
+
+
+def fit_share(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[dict, list]:
+    """S (dram_queue_cycles) and dram_stream_cost jointly with the DRAM share at the closed loop's
+    utilisation (dram_queueing 3): fit_share_terms over share_terms of `size`'s rows (the rows
+    fit_streams uses). Returns ({dram_queue_cycles, dram_stream_cost, rms_log}, rows used)."""
+    terms = share_terms(m, rows, size, kernels)
+    s, c, rms = fit_share_terms(terms)
+    return {"dram_queue_cycles": s, "dram_stream_cost": c, "rms_log": rms}, [t[0] for t in terms]
