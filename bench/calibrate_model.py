@@ -560,7 +560,7 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
     rows = hw.read(path)
     ns = 1000.0 / m.clock_mhz
     print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
-    for s in (0.0, 100.0, m.dram_queue * ns, 300.0, 400.0):
+    for s in (0.0, 100.0, m.dram_queue_service * ns, 300.0, 400.0):
         for c in (0.0, 0.5e-5, m.dram_stream_cost, 3e-5):
             mm = hwfit.with_service(dataclasses.replace(m, dram_queue_mode=3, dram_stream_cost=c), s / ns)
             res = hw.compare(rows, gst, m=mm)

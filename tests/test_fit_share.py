@@ -54,12 +54,12 @@ def test_the_residuals_are_zero_at_the_planted_point_and_not_elsewhere():
 def test_with_service_changes_only_s():
     m = fit.with_service(H100, 123.0)
     assert fit.service(m) == 123.0
-    assert dataclasses.replace(m, dram_queue=H100.dram_queue) == H100
+    assert dataclasses.replace(m, dram_queue_service=H100.dram_queue_service) == H100
 
 
 def test_the_h100_terms_give_the_models_share_at_another_s():
     """w is read back at the GST's S; at twice that S the closed form must give what the model's
-    own Model.loaded_share gives there (w does not depend on S)."""
+    own dram_load.loaded_share gives there (w does not depend on S)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
     terms = sharefit.share_terms(H100, rows)
     assert len(terms) >= 50

@@ -265,12 +265,12 @@ def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str
 # ------------------------------------------------ the stream cost and S jointly, dram_queueing 3
 def with_service(m: Machine, s_cycles: float) -> Machine:
     """`m` with the DRAM's service time S (cycles; the one place that names its Machine field)."""
-    return dataclasses.replace(m, dram_queue=float(s_cycles))
+    return dataclasses.replace(m, dram_queue_service=float(s_cycles))
 
 
 def service(m: Machine) -> float:
     """The DRAM's service time S of `m` (cycles)."""
-    return m.dram_queue
+    return m.dram_queue_service
 
 
 def with_constants(m: Machine, c: dict) -> Machine:

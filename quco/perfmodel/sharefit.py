@@ -1,7 +1,7 @@
 """dram_queueing 3 calibrated jointly (issue #29; evaluated, not shipped: docs/perf-model.md,
 "Latency under load"): the DRAM's service time S and the stream cost by least squares of
 log(model / measured) over the bandwidth-bound rows fit.stream_rows picks, the model there being
-the DRAM bound at the closed loop's utilisation u(S) (Model.loaded_share) plus the launch, times
+the DRAM bound at the closed loop's utilisation u(S) (dram_load.loaded_share) plus the launch, times
 1 + cost x streams. fit.fit, fit.leave_one_out, fit.fit_size and fit.leave_size_out take it as
 their stream stage (share=fit_share; passed in, so that fit.py does not import this module).
 """
@@ -17,14 +17,14 @@ from .fit import _dram_us, _residency, loaded_share, service, stream_rows, with_
 from .hardware import COMPARED, Measurement, scaled_kernel
 from .memory import loaded_utilisation
 from .params import Machine
-from .sim import per_cu
+from .residency import per_cu
 from .work import Work
 
 
 def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """stream_rows' rows with what the DRAM share at any S needs: (measurement, streams, DRAM
     bound us, launch us, R0 cycles, w cycles). w, the closed loop's bytes in flight over its
-    share's rate, does not depend on S: it is read back from Model.loaded_share at the GST's S
+    share's rate, does not depend on S: it is read back from dram_load.loaded_share at the GST's S
     (u (R0 + S u / (1 - u)) = w, memory.loaded_utilisation); w = 0 where nothing is in flight
     (share 1)."""
     mm = dataclasses.replace(m, dram_queue_mode=3)
@@ -42,7 +42,7 @@ def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=
 
 
 def share_at(s: float, r0: float, w: float) -> float:
-    """The DRAM share's utilisation as Model.loaded_share gives it: 1 with no queueing (S <= 0)
+    """The DRAM share's utilisation as dram_load.loaded_share gives it: 1 with no queueing (S <= 0)
     or nothing in flight, else the closed loop's u."""
     return 1.0 if s <= 0 or w <= 0 else loaded_utilisation(s, r0, w)
 
