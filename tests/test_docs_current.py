@@ -1,5 +1,6 @@
-"""docs/gst-presets.md's table of the `[model]` fields quotes each field's H100 value: it must be
-the preset's (a refit that moves a constant and leaves the table behind fails here)."""
+"""Docs held to the code: docs/gst-presets.md's table of the `[model]` fields quotes each field's
+H100 value, which must be the preset's (a refit that moves a constant and leaves the table behind
+fails here), and docs/testing.md's table has a row for every test file."""
 import re
 import tomllib
 from pathlib import Path
@@ -33,3 +34,9 @@ def test_the_h100_column_is_the_presets():
         assert numbers[:len(values)] == values, f"docs/gst-presets.md: {', '.join(fields)}: {numbers} != preset {values}"
         checked += 1
     assert checked >= 12   # the fitted constants among them: launch, chain, stream cost, the instructions
+
+
+def test_every_test_file_has_a_row_in_docs_testing():
+    text = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    missing = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"`{p.name}`" not in text]
+    assert not missing, f"docs/testing.md has no row for {', '.join(missing)}"
