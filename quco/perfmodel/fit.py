@@ -246,8 +246,14 @@ def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> flo
     (dram_load.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
     if m.dram_queue_mode != 3:
         return 1.0
+    return dram_load.loaded_share(measured_model(m, work, tile, slots, occ))
+
+
+def measured_model(m: Machine, work: Work, tile: int, slots: int, occ: int) -> Model:
+    """The model of one CU (built, not run) for the measured (tile, slots) with `occ` resident,
+    the model's LDS limit lifted as hardware.model_us lifts it (the measured residency applies)."""
     free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return dram_load.loaded_share(Model(free, work, measured_config(work, tile, slots), max_occupancy=occ))
+    return Model(free, work, measured_config(work, tile, slots), max_occupancy=occ)
 
 
 def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:
