@@ -40,7 +40,7 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
+from .hardware import (COMPARED, Measurement, compare, lifted, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from . import dram_load
 from .params import Machine
@@ -253,8 +253,7 @@ def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> flo
 def measured_model(m: Machine, work: Work, tile: int, slots: int, occ: int) -> Model:
     """The model of one CU (built, not run) for the measured (tile, slots) with `occ` resident,
     the model's LDS limit lifted as hardware.model_us lifts it (the measured residency applies)."""
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return Model(free, work, measured_config(work, tile, slots), max_occupancy=occ)
+    return Model(lifted(m), work, measured_config(work, tile, slots), max_occupancy=occ)
 
 
 def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:
