@@ -103,7 +103,11 @@ class Model:
         # DRAM row-buffer locality, dram_stream_cost of its rate each
         streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
         self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
-        self.pipes.track = m.dram_queue_mode == 2
+        # latency under load from the simulated utilisation (dram_queue_mode 2; not in the ideal
+        # run): the DRAM share then keeps its service intervals, and _fetch reads them over the
+        # idle round trip `queue_r0` (0: off, one test a transfer)
+        self.pipes.track = m.dram_queue_mode == 2 and mode != "ideal"
+        self.queue_r0 = idle_round_trip(m, mode) if self.pipes.track else 0.0
         # contiguous bytes one request brings from DRAM: an ATT descriptor moves a whole tile;
         # NoATT's loads are wavefront instructions of NOATT_BYTES_PER_INSTR bytes at most
         self.request_bytes = cfg.tile * work.queues[0].elem_size
@@ -134,9 +138,9 @@ class Model:
         (inflight_cap) a tile larger than the limit goes in parts of at most the limit, each
         part once the earlier ones leave room (_admit). `whole`: see _arrival."""
         dram = self.lat_dram
-        if self.m.dram_queue_mode == 2 and hit < 1.0 and self.mode != "ideal":
+        if self.queue_r0 and hit < 1.0:
             # latency under load from the DRAM share's utilisation over the last idle round trip
-            r0 = idle_round_trip(self.m, self.mode)
+            r0 = self.queue_r0
             dram += queue_delay(self.m.dram_queue_service, r0, self.pipes.utilisation(issue, r0))
         self.moved += nbytes
         self.hit_bytes += nbytes * hit

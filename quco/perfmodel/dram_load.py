@@ -29,18 +29,27 @@ def reads_in_flight(model) -> tuple[float, float, float]:
     return model.occ * inflight, read_share, idle_round_trip(model.m, model.mode)
 
 
-def loaded_share(model) -> float:
-    """The DRAM share's utilisation under the closed loop of the configuration's reads in
-    flight (reads_in_flight, over the DRAM's own rate before the streams' cost):
-    loaded_utilisation; 1 with no queueing (dram_queue_mode 3)."""
-    m = model.m
-    if m.dram_queue_service <= 0:
-        return 1.0
+def closed_loop(model) -> tuple[float, float]:
+    """(R0, w) of the configuration's closed loop of reads (dram_queue_mode 3): the idle round
+    trip and w, its bytes in flight (reads_in_flight) over the DRAM share's rate for reads (the
+    DRAM's own rate before the streams' cost), in cycles; w = 0 where nothing is in flight. Neither
+    depends on the DRAM's service time S (sharefit scans S over them)."""
     inflight, read_share, r0 = reads_in_flight(model)
     if inflight <= 0:
+        return r0, 0.0
+    rate = model.m.dram_bytes_per_cycle / model.share_cus * dram_efficiency(model.request_bytes) * read_share
+    return r0, inflight / rate
+
+
+def loaded_share(model) -> float:
+    """The DRAM share's utilisation under the closed loop of the configuration's reads in
+    flight (closed_loop): loaded_utilisation; 1 with no queueing or nothing in flight
+    (dram_queue_mode 3)."""
+    s = model.m.dram_queue_service
+    if s <= 0:
         return 1.0
-    rate = m.dram_bytes_per_cycle / model.share_cus * dram_efficiency(model.request_bytes) * read_share
-    return loaded_utilisation(m.dram_queue_service, r0, inflight / rate)
+    r0, w = closed_loop(model)
+    return loaded_utilisation(s, r0, w) if w > 0 else 1.0
 
 
 def loaded_dram_delay(model) -> float:

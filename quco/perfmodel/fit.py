@@ -32,6 +32,7 @@ no constant; the comparison keeps them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections import Counter
@@ -39,7 +40,7 @@ from collections import Counter
 import numpy as np
 from scipy import optimize
 
-from .hardware import (COMPARED, Measurement, compare, measured_config, measured_residency, scaled_kernel,
+from .hardware import (COMPARED, Measurement, compare, lifted, measured_config, measured_residency, scaled_kernel,
                        unpipelined_tiles)
 from . import dram_load
 from .params import Machine
@@ -246,8 +247,13 @@ def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> flo
     (dram_load.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
     if m.dram_queue_mode != 3:
         return 1.0
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return dram_load.loaded_share(Model(free, work, measured_config(work, tile, slots), max_occupancy=occ))
+    return dram_load.loaded_share(measured_model(m, work, tile, slots, occ))
+
+
+def measured_model(m: Machine, work: Work, tile: int, slots: int, occ: int) -> Model:
+    """The model of one CU (built, not run) for the measured (tile, slots) with `occ` resident,
+    the model's LDS limit lifted as hardware.model_us lifts it (the measured residency applies)."""
+    return Model(lifted(m), work, measured_config(work, tile, slots), max_occupancy=occ)
 
 
 def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str = "big") -> tuple[float, list]:
@@ -260,6 +266,16 @@ def fit_streams(m: Machine, rows: list[Measurement], kernels=COMPARED, size: str
     y = np.array([v for _, _, v in used])
     res = optimize.lsq_linear(a, y, bounds=(0, np.inf))
     return float(res.x[0]), [r for r, _, _ in used]
+
+
+def _stream_stage(m: Machine, rows: list[Measurement], kernels, size: str, share) -> tuple[dict, list]:
+    """The stream stage of fit and fit_size: ({dram_stream_cost}, rows used) by fit_streams, or
+    with share (sharefit.fit_share) ({dram_queue_cycles, dram_stream_cost}, rows used)."""
+    if share is None:
+        cost, used = fit_streams(m, rows, kernels, size)
+        return {"dram_stream_cost": cost}, used
+    got, used = share(m, rows, kernels, size)
+    return {k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")}, used
 
 
 # ------------------------------------------------ the stream cost and S jointly, dram_queueing 3
@@ -358,18 +374,15 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share
     joint = share is not None
     if joint:
         m = dataclasses.replace(m, dram_queue_mode=3)
-        got, stream_used = share(m, rows, kernels)
-        c.update({k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")})
-    else:
-        c["dram_stream_cost"], stream_used = fit_streams(m, rows, kernels)
-    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
-        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    streams, stream_used = _stream_stage(m, rows, kernels, "big", share)
+    c.update(streams)
     # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
     # held out), the launch keeps its unfitted value (prior), not the shipped fit's
+    launch_stage = functools.partial(_try, fit_launch) if joint else fit_launch
+    got = launch_stage(with_constants(m, c), gst, rows, "paper", kernels)
     launch = got[0] if got else prior(m).launch * 1000.0 / m.clock_mhz
     c["dep_instr_cycles"], chain_used = fit_chain(with_constants(m, c), rows, launch, kernels=kernels)
-    got = _try(fit_launch, with_constants(m, c), gst, rows, "paper", kernels) if joint else \
-        fit_launch(with_constants(m, c), gst, rows, kernels=kernels)
+    got = launch_stage(with_constants(m, c), gst, rows, "paper", kernels)
     c["launch_ns"], launch_used = got if got else (launch, None)
     return c, {"stage_instr": stage_used, "step_instr, queue_instr, store_instr": issue_used,
                ("dram_queue_cycles, dram_stream_cost" if joint else "dram_stream_cost"): stream_used,
@@ -440,16 +453,10 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
         if got:
             c.update(got[0])
         used.update({k: got and got[1] for k in ("step_instr", "queue_instr", "store_instr")})
-        if joint:
-            got = _try(share, with_constants(base, c), train, kernels, size)
-            if got:
-                c.update({k: got[0][k] for k in ("dram_queue_cycles", "dram_stream_cost")})
-            used["dram_queue_cycles"] = got and got[1]
-        else:
-            got = _try(fit_streams, with_constants(base, c), train, kernels, size)
-            if got:
-                c["dram_stream_cost"] = got[0]
-        used["dram_stream_cost"] = got and got[1]
+        got = _try(_stream_stage, with_constants(base, c), train, kernels, size, share)
+        if got:
+            c.update(got[0])
+        used.update({k: got and got[1] for k in (("dram_queue_cycles",) if joint else ()) + ("dram_stream_cost",)})
         got = _try(fit_launch, with_constants(base, c), gst, train, size, kernels)
         launch = got[0] if got else c["launch_ns"]
         got = _try(fit_chain, with_constants(base, c), train, launch, size, kernels)

@@ -224,8 +224,13 @@ def model_us(m, work: Work, tile: int, slots: int, flat: set[int]) -> float | No
     occ = measured_residency(m, work, tile, slots, pipelined=tile not in flat)
     if occ < 1:
         return None
-    free = dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
-    return evaluate(free, work, measured_config(work, tile, slots, tile not in flat), max_occupancy=occ).ns / 1000.0
+    return evaluate(lifted(m), work, measured_config(work, tile, slots, tile not in flat), max_occupancy=occ).ns / 1000.0
+
+
+def lifted(m):
+    """`m` with the model's LDS and barrier limits lifted, so that a measured kernel's own
+    residency (measured_residency, passed as max_occupancy) is the one that applies."""
+    return dataclasses.replace(m, lds_bytes=1 << 40, barrier_limit=1 << 40)
 
 
 def summarise(pts: list[Point], pick: Config | None = None) -> dict:

@@ -13,7 +13,8 @@ import math
 import numpy as np
 from scipy import optimize
 
-from .fit import _dram_us, _residency, loaded_share, service, stream_rows, with_service
+from .dram_load import closed_loop
+from .fit import _dram_us, _residency, measured_model, stream_rows
 from .hardware import COMPARED, Measurement, scaled_kernel
 from .memory import loaded_utilisation
 from .params import Machine
@@ -23,20 +24,15 @@ from .work import Work
 
 def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """stream_rows' rows with what the DRAM share at any S needs: (measurement, streams, DRAM
-    bound us, launch us, R0 cycles, w cycles). w, the closed loop's bytes in flight over its
-    share's rate, does not depend on S: it is read back from dram_load.loaded_share at the GST's S
-    (u (R0 + S u / (1 - u)) = w, memory.loaded_utilisation); w = 0 where nothing is in flight
-    (share 1)."""
-    mm = dataclasses.replace(m, dram_queue_mode=3)
-    ref = service(mm) if service(mm) > 0 else 1.0
-    mm = with_service(mm, ref)
-    r0 = mm.lat_att + mm.lat_dram
+    bound us, launch us, R0 cycles, w cycles): R0 and w, the closed loop's bytes in flight over
+    its share's rate, from dram_load.closed_loop (neither depends on S); w = 0 where nothing is in
+    flight (share 1)."""
+    m0 = dataclasses.replace(m, dram_queue_mode=0)
     out = []
-    for r, streams, _ in stream_rows(dataclasses.replace(m, dram_queue_mode=0), rows, size, kernels):
+    for r, streams, _ in stream_rows(m0, rows, size, kernels):
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         occ = min(_residency(m, work, r, rows), per_cu(m, r.work_groups))
-        u = loaded_share(mm, work, r.tile, r.slots, occ)
-        w = 0.0 if u >= 1.0 else u * (r0 + ref * u / (1.0 - u))
+        r0, w = closed_loop(measured_model(m0, work, r.tile, r.slots, occ))
         out.append((r, streams, _dram_us(m, work, r.work_groups), m.launch / m.clock_mhz, r0, w))
     return out
 

@@ -28,8 +28,8 @@ import dataclasses
 import numpy as np
 from scipy import optimize
 
-from .fit import FAMILIES, _clean, _residency
-from .hardware import COMPARED, Measurement, model_us, scaled_kernel, unpipelined_tiles
+from .fit import FAMILIES, _clean
+from .hardware import COMPARED, Measurement, measured_residency, model_us, scaled_kernel, unpipelined_tiles
 from .params import Machine
 from .residency import per_cu
 from .work import Work
@@ -60,7 +60,9 @@ def pairs(m: Machine, rows: list[Measurement], sizes=None, kernels=COMPARED) -> 
         if turns < 1:
             continue
         flat = unpipelined_tiles(m, work, group)
-        occ = {(r.tile, r.slots): _residency(m, work, r, rows) for r in group}
+        # the residency as hardware.points judges it, on the same unpipelined tiles as model_us
+        occ = {(r.tile, r.slots): measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat)
+               for r in group}
         for r in sorted(group, key=lambda x: (x.tile, x.slots)):
             refs = [x for x in group if x.tile == r.tile and occ[(x.tile, x.slots)] >= 2]
             if occ[(r.tile, r.slots)] != 1 or not refs:
