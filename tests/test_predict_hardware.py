@@ -68,6 +68,8 @@ def test_several_further_sizes_each_its_own_label(tmp_path):
     (["--work-groups", "512,x"], "'x': expected a whole number"),
     (["--work-groups", "Foo=3"], "kernel 'Foo'"),
     (["--work-groups", "0"], "'0': expected a whole number"),
+    (["--work-groups", "٣"], "'٣': expected a whole number 1..2147483648 in digits 0-9"),  # int() would take it
+    (["--work-groups", "²"], "'²': expected a whole number"),  # isdigit() but int() refuses it
     (["--work-groups", "512,1024", "--label", "x"], "--label 'x': names a kernel's one further size"),
     (["--label", "x"], "--work-groups gives none"),
     (["--work-groups", "512", "--label", "paper"], "--label 'paper': a size the grid file already has"),
