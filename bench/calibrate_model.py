@@ -16,6 +16,7 @@ columns). Nothing here feeds back into the model.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 
@@ -190,14 +191,19 @@ def fit() -> None:
     params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = saved
 
 
+@functools.cache  # --hardware and --leave-size-out print two reports off the same file
+def measured(path: str, gpu: str):
+    """(GST, Machine, rows) of a hardware measurement file against `gpu`'s preset."""
+    gst = tables.load(gpu)
+    return gst, machine(tables.unpack(gst)), hwdata.read(path)
+
+
 def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     """The H100 constants refitted from the measurements (quco/perfmodel/fit.py; the preset holds
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
     without a family, the model predicts it."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    from quco.perfmodel import fit as hwfit
+    gst, m, rows = measured(path, gpu)
     c, used = hwfit.fit(m, gst, rows)
     print(f"fit on {path} ({gpu}):")
     for k, v in c.items():
@@ -236,9 +242,7 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
     the issue #29 targets with the paper grid's value against the shipped model."""
     import dataclasses
     from quco.perfmodel import hardware as hw, turnover as tv
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     print("\nthe turnover between work-groups (wg_turnover_ns, not shipped): occupancy-1 rows against the row of "
           "their tile with the most slots that holds two or more (us; sensitivity: us of the model's difference "
           "per us of turnover)")
@@ -289,9 +293,7 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
     """Every fitted constant on one grid size's rows alone (quco/perfmodel/fit.py fit_size),
     the model on the other size's rows, beside the shipped fit (both sizes, the preset)."""
     from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     shipped = {(r["kernel"], r["size"]): r for r in hw.compare(rows, gst)}
     held = hwfit.leave_size_out(m, gst, rows)
     fits = {r["fitted_on"]: (r["constants"], r["used"]) for r in held}
@@ -332,15 +334,13 @@ def inflight(path: str) -> None:
     used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
     source says about NoATT"."""
     from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load("h100-sxm")
-    m = machine(tables.unpack(gst))
-    measured = hw.read(path)
+    gst, m, rows = measured(path, "h100-sxm")
     print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
           f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
     without = [(f"all but {f}", tuple(k for k in hw.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
     for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items(), *without):
-        kib, bad = hwfit.inflight_floor(m, gst, measured, kernels=members)
+        kib, bad = hwfit.inflight_floor(m, gst, rows, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
     print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
@@ -374,9 +374,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     import math
     from quco.perfmodel import hardware as hw
     from quco.perfmodel.memory import loaded_delay
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue_service * ns  # S from the GST (presets: mode 0, off)
     peak = m.dram_bytes_per_cycle * m.clock_mhz / 1000.0  # GB/s = B/ns, the sustained copy ceiling
@@ -440,9 +438,7 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     constants as shipped, then with the stream cost refitted (fit.fit_streams, u in its bound)."""
     import dataclasses
     from quco.perfmodel import hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
 
     def figures(mm, label):
@@ -479,9 +475,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     ("Latency under load") applied."""
     import dataclasses
     from quco.perfmodel import fit as hwfit, hardware as hw, sharefit
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
     for size in ("big", "paper"):
@@ -555,9 +549,7 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
     import dataclasses
     import math
     from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
     for s in (0.0, 100.0, m.dram_queue_service * ns, 300.0, 400.0):
