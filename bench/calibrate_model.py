@@ -198,6 +198,17 @@ def measured(path: str, gpu: str):
     return gst, machine(tables.unpack(gst)), hwdata.read(path)
 
 
+def print_used(used: dict) -> None:
+    """The rows that set each fitted constant (fit.fit's `used`): how many, kernels, tiles."""
+    for k, rs in used.items():
+        if not rs:
+            print(f"  {k}: no row (unfitted value)")
+            continue
+        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
+        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
+              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+
+
 def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     """The H100 constants refitted from the measurements (quco/perfmodel/fit.py; the preset holds
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
@@ -208,10 +219,7 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     print(f"fit on {path} ({gpu}):")
     for k, v in c.items():
         print(f"  {k} = {v:.4g}   (preset: {params.description(params.gst_name(tables.unpack(gst)))[k]})")
-    for k, rs in used.items():
-        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
-        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
-              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print_used(used)
     print("\nrows left out of every fit (slower than both slot neighbours by "
           f"{hwfit.OUTLIER_RATIO}x or more): " + ", ".join(f"{k} {sz} {t}/{s}" for k, sz, t, s in sorted(hwfit.outliers(rows))))
     print("\nthe per-stage cost (stage_instr): measured slope over slots 4..8 of each issue-bound (kernel, tile) "
@@ -497,13 +505,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print("\nevery constant refitted with dram_queueing 3 (fit.fit(share=sharefit.fit_share)), its rows:")
     for k, v in c.items():
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
-    for k, rs in used.items():
-        if not rs:
-            print(f"  {k}: no row (unfitted value)")
-            continue
-        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
-        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
-              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print_used(used)
     joint_m = hwfit.with_constants(dataclasses.replace(m, dram_queue_mode=3), c)
     shipped, joint = hw.compare(rows, gst, m=m), hw.compare(rows, gst, m=joint_m)
     print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
