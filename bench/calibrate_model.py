@@ -19,6 +19,7 @@ import argparse
 import functools
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from quco.perfmodel import hardware as hwdata
 from quco.gst import tables
@@ -286,15 +287,33 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
                   f"({b['median_error_pct']:.1f}%) |")
 
 
-def _targets_line(label: str, res: list[dict]) -> str:
-    """The issue #29 targets over `res` (compare's summaries): how many meet each."""
+class Score(NamedTuple):
+    """The issue #29 figures over compare's summaries (score()): how many meet each target."""
+    n: int
+    ranked: int          # rank correlation >= 0.9
+    min_rank: float
+    geomean: float       # of the model best's measured cost, %
+    within_2: int        # model best within 2% of the measured best
+    worst: float         # the largest model-best cost, %
+    median_ok: int       # median error <= 10%
+    max_median: float
+
+
+def score(res: list[dict]) -> Score:
     rho = [r["spearman"] for r in res]
     cost = [r["model_best_cost_pct"] for r in res]
     err = [r["median_error_pct"] for r in res]
-    return (f"{label}: rank corr >= 0.9 {sum(v >= 0.9 for v in rho)}/{len(rho)} (min {min(rho):.2f}); "
-            f"model best within 2% {sum(v <= 2 for v in cost)}/{len(cost)} (geomean "
-            f"{hwdata.geomean_pct(cost):+.2f}%, target <= 1%; worst {max(cost):+.1f}%); "
-            f"median err <= 10% {sum(v <= 10 for v in err)}/{len(err)} (max {max(err):.1f}%)")
+    return Score(len(res), sum(v >= 0.9 for v in rho), min(rho), hwdata.geomean_pct(cost), sum(v <= 2 for v in cost),
+                 max(cost), sum(v <= 10 for v in err), max(err))
+
+
+def _targets_line(label: str, res: list[dict]) -> str:
+    """The issue #29 targets over `res` (compare's summaries): how many meet each."""
+    x = score(res)
+    return (f"{label}: rank corr >= 0.9 {x.ranked}/{x.n} (min {x.min_rank:.2f}); "
+            f"model best within 2% {x.within_2}/{x.n} (geomean "
+            f"{x.geomean:+.2f}%, target <= 1%; worst {x.worst:+.1f}%); "
+            f"median err <= 10% {x.median_ok}/{x.n} (max {x.max_median:.1f}%)")
 
 
 def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
@@ -423,12 +442,9 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
         res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
-            rho = [r["spearman"] for r in rs]
-            cost = [r["model_best_cost_pct"] for r in rs]
-            med = [r["median_error_pct"] for r in rs]
-            sg = [r["mean_signed_error_pct"] for r in rs]
-            print(f"| {s:.0f} | {mode} | {size} | {sum(x >= 0.9 for x in rho)} of {len(rs)} | {min(rho):.2f} | "
-                  f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {sum(c <= 2 for c in cost)} | {max(med):.1f}% | "
+            x, sg = score(rs), [r["mean_signed_error_pct"] for r in rs]
+            print(f"| {s:.0f} | {mode} | {size} | {x.ranked} of {x.n} | {x.min_rank:.2f} | "
+                  f"{x.geomean:+.2f}%, {x.worst:+.1f}% | {x.within_2} | {x.max_median:.1f}% | "
                   f"{min(sg):+.1f}..{max(sg):+.1f}% |")
     print("\nwhat moves the model's best on the paper grid (closed loop at the GST's S): the model's times (us) "
           "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
@@ -451,13 +467,11 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
 
     def figures(mm, label):
         res = hw.compare(rows, gst, m=mm)
-        rho = [r["spearman"] for r in res]
-        cost = [r["model_best_cost_pct"] for r in res]
-        med = [r["median_error_pct"] for r in res]
+        x = score(res)
         per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
                         for r in res)
-        print(f"| {label} | {sum(x >= 0.9 for x in rho)} of {len(res)} (min {min(rho):.2f}) | "
-              f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {max(med):.1f}% | {per} |")
+        print(f"| {label} | {x.ranked} of {x.n} (min {x.min_rank:.2f}) | "
+              f"{x.geomean:+.2f}%, {x.worst:+.1f}% | {x.max_median:.1f}% | {per} |")
 
     print("the DRAM share at the closed loop's utilisation (S ns, stream cost; 0: the shipped model):")
     print("| S, stream cost | rank >= 0.9 | model best: geomean, worst | max median err | per kernel: rank, best, its cost |")
@@ -567,30 +581,22 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
             print(f"| {s:.0f} | {c:.3g} | {', '.join(cells)} | {', '.join(ranks[:2])} |")
 
 
-def _score(res: list[dict]) -> tuple:
-    """(rank >= 0.9 count, min rank, geomean model-best cost, within 2%, max median error)."""
-    rho = [r["spearman"] for r in res]
-    cost = [r["model_best_cost_pct"] for r in res]
-    return (sum(v >= 0.9 for v in rho), min(rho), hwdata.geomean_pct(cost), sum(v <= 2 for v in cost),
-            max(r["median_error_pct"] for r in res))
-
-
 def _no_worse(a: list[dict], b: list[dict]) -> bool:
     """A leave-out of the joint fit does at least as well as the shipped one: rank count, geomean
     and max median error each no worse."""
-    x, y = _score(a), _score(b)
-    return x[0] >= y[0] and x[2] <= y[2] + 1e-9 and x[4] <= y[4] + 1e-9
+    x, y = score(a), score(b)
+    return x.ranked >= y.ranked and x.geomean <= y.geomean + 1e-9 and x.max_median <= y.max_median + 1e-9
 
 
 def accept(joint, shipped, loo_j, loo_s, lso_j, lso_s) -> dict:
     """The brief's rule for shipping dram_queueing 3, each clause."""
-    j, s = _score(joint), _score(shipped)
+    j, s = score(joint), score(shipped)
     sizes = dict.fromkeys(r["fitted_on"] for r in lso_j)
-    out = {"rank >= 0.9 on at least 8": j[0] >= 8,
+    out = {"rank >= 0.9 on at least 8": j.ranked >= 8,
            "no model best worse than shipped by > 0.5 pt": all(
                a["model_best_cost_pct"] <= b["model_best_cost_pct"] + 0.5 for a, b in zip(joint, shipped)),
-           f"geomean improves ({j[2]:+.2f}% vs {s[2]:+.2f}%)": j[2] < s[2] - 1e-9,
-           f"median errors <= 10% (max {j[4]:.1f}%)": j[4] <= 10.0,
+           f"geomean improves ({j.geomean:+.2f}% vs {s.geomean:+.2f}%)": j.geomean < s.geomean - 1e-9,
+           f"median errors <= 10% (max {j.max_median:.1f}%)": j.max_median <= 10.0,
            "leave one family out no worse": _no_worse(loo_j, loo_s)}
     for size in sizes:
         out[f"leave size out, fitted on {size}, no worse"] = _no_worse(
