@@ -18,20 +18,18 @@ from __future__ import annotations
 import argparse
 import functools
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 from quco.perfmodel import hardware as hwdata
 from quco.gst import tables
 from quco.paper import claims
+from quco.paper.ours import kernel_dir
 from quco.kernel.format import load_kernel
 from quco.harness import evaluate as ev
 from quco.perfmodel import params, search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "quco" / "examples" / "kernels"
 def _paper_fine_tuned() -> dict:
     """The paper's Fine-Tuned column (tile / slots; one slot count, read as the streaming queues'),
     {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (quco/paper/claims.toml): the
@@ -39,8 +37,8 @@ def _paper_fine_tuned() -> dict:
     out: dict = {}
     for c in claims.load():
         if c.measure == "model_pick" and c.args.get("case") == "ATT/Fine-Tuned":
-            gpu, own = c.args["gpu"], EXAMPLES / c.args["gpu"]
-            name = load_kernel((own if own.is_dir() else EXAMPLES) / f"{c.args['kernel']}.json").name
+            gpu = c.args["gpu"]
+            name = load_kernel(kernel_dir(gpu) / f"{c.args['kernel']}.json").name
             out.setdefault(gpu, {})[name] = (c.tiles[0], c.slots[0])
     return out
 
@@ -52,8 +50,7 @@ ABOVE = 1.01  # "above" on Fig. 6: by 1% or more (a model's sub-percent differen
 
 
 def kernels(gpu: str) -> list:
-    own = EXAMPLES / gpu
-    return [load_kernel(p) for p in sorted((own if own.is_dir() else EXAMPLES).glob("*.json"))]
+    return [load_kernel(p) for p in sorted(kernel_dir(gpu).glob("*.json"))]
 
 
 def paper_pick(work: Work, ranked, tile: int, slots: int):
