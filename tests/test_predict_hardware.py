@@ -4,19 +4,15 @@ bad input refused with nothing written."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import bench_module
 from quco.gst import tables
 from quco.perfmodel import hardware
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("predict_hardware", ROOT / "bench" / "predict_hardware.py")
-predict = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(predict)
+predict = bench_module("predict_hardware")
 
 GRID = [",".join(hardware.FIELDS),
         "Elementwise,att,paper,256,8192,7,,,yes,30.1,402653184,13377.2,",
