@@ -16,7 +16,9 @@ columns). Nothing here feeds back into the model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import math
 import time
 from typing import NamedTuple
 
@@ -246,8 +248,7 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
     that would set it, its fit on each grid size and on all rows, the fit without each kernel
     family (split "family") or on one grid size (split "size") predicting the held-out pairs, and
     the issue #29 targets with the paper grid's value against the shipped model."""
-    import dataclasses
-    from quco.perfmodel import hardware as hw, turnover as tv
+    from quco.perfmodel import turnover as tv
     gst, m, rows = measured(path, gpu)
     print("\nthe turnover between work-groups (wg_turnover_ns, not shipped): occupancy-1 rows against the row of "
           "their tile with the most slots that holds two or more (us; sensitivity: us of the model's difference "
@@ -273,9 +274,9 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
                   f"{x['measured']:+.2f} | {x['predicted']:+.2f} |")
     if "paper grid" in fitted:
         t = fitted["paper grid"]
-        with_t = hw.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
+        with_t = hwdata.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
         print(_targets_line(f"with the paper grid's {t:.0f} ns", with_t))
-        shipped = hw.compare(rows, gst)
+        shipped = hwdata.compare(rows, gst)
         print(_targets_line("shipped (0 ns)", shipped))
         print("| size | kernel | model best, its cost (shipped) | median err (shipped) |\n|---|---|---|---|")
         for a, b in zip(with_t, shipped):
@@ -316,9 +317,9 @@ def _targets_line(label: str, res: list[dict]) -> str:
 def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
     """Every fitted constant on one grid size's rows alone (quco/perfmodel/fit.py fit_size),
     the model on the other size's rows, beside the shipped fit (both sizes, the preset)."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
+    from quco.perfmodel import fit as hwfit
     gst, m, rows = measured(path, gpu)
-    shipped = {(r["kernel"], r["size"]): r for r in hw.compare(rows, gst)}
+    shipped = {(r["kernel"], r["size"]): r for r in hwdata.compare(rows, gst)}
     held = hwfit.leave_size_out(m, gst, rows)
     fits = {r["fitted_on"]: (r["constants"], r["used"]) for r in held}
     print(f"leave one grid size out on {path} ({gpu}): every fitted constant on one size's rows, "
@@ -342,6 +343,8 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
         part = [r for r in held if r["fitted_on"] == size]
         print(_targets_line(f"fitted on {size}, predicting {', '.join(dict.fromkeys(r['size'] for r in part))}", part))
         print(_targets_line("  shipped fit on the same rows", [shipped[(r["kernel"], r["size"])] for r in part]))
+
+
 def _with_limits(values: dict):
     """params.description with [model] fields replaced on every GPU but the H100 (a what-if of
     this bench only: the presets keep their values)."""
@@ -357,13 +360,13 @@ def inflight(path: str) -> None:
     wavefronts' own loads (NoATT): 16 concurrent transactions (the versions the paper can have
     used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
     source says about NoATT"."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
+    from quco.perfmodel import fit as hwfit
     gst, m, rows = measured(path, "h100-sxm")
     print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
           f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
-    without = [(f"all but {f}", tuple(k for k in hw.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
-    for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items(), *without):
+    without = [(f"all but {f}", tuple(k for k in hwdata.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
+    for name, members in (("all", hwdata.COMPARED), *hwfit.FAMILIES.items(), *without):
         kib, bad = hwfit.inflight_floor(m, gst, rows, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
@@ -388,15 +391,13 @@ def inflight(path: str) -> None:
         print(f"| {field} | {lines or 'none'}{' (held the whole round trip)' if also else ''} | {ok} | {per} | "
               f"{max(gain(by) for by in r530.values()):.2f} |")
 
+
 def loaded(path: str, gpu: str = "h100-sxm") -> None:
     """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured
     streaming row implies (reads in flight an SM, Triton's slots - 1 tiles a queue of the resident
     work-groups, over the SM's read rate, the launch taken off) by DRAM utilisation, beside the
     M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S and way of finding u (S 0: the
     shipped model; every preset carries dram_queueing 0); last, the ties the closed loop breaks."""
-    import dataclasses
-    import math
-    from quco.perfmodel import hardware as hw
     from quco.perfmodel.memory import loaded_delay
     gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
@@ -407,9 +408,9 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
         if (r.variant != "att" or not r.fits or not r.tile or r.slots < 2 or r.tile < 512
                 or r.kernel not in ("Elementwise", "ElementwiseK", "Sumvectors")):
             continue  # the streaming kernels: no reduction or shared operand in the step
-        w = Work.of(hw.scaled_kernel(r.kernel, r.work_groups))
+        w = Work.of(hwdata.scaled_kernel(r.kernel, r.work_groups))
         per_sm = math.ceil(r.work_groups / m.cus)
-        res = min(hw.measured_residency(m, w, r.tile, r.slots), per_sm)
+        res = min(hwdata.measured_residency(m, w, r.tile, r.slots), per_sm)
         reads = sum(w.pass_length(i) * q.elem_size for i, q in enumerate(w.queues)) * w.passes
         t = (r.time_us * 1000.0 - m.launch * ns)
         inflight = res * sum(min(r.slots - 1, w.tiles(i, r.tile)) * min(r.tile, w.pass_length(i)) * q.elem_size
@@ -436,7 +437,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
           "signed err |\n|---|---|---|---|---|---|---|---|---|")
     for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
                     (100.0, 2), (s_ns, 2), (400.0, 2)):
-        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
+        res = hwdata.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
             x, sg = score(rs), [r["mean_signed_error_pct"] for r in rs]
@@ -447,7 +448,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
           "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
     paper = [r for r in rows if r.size == "paper"]
     for mode in (0, 1):
-        res = hw.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
+        res = hwdata.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
         pts = {(p.tile, p.slots): p for p in res[0]["points"]}
         print(f"  u {mode}: " + ", ".join(f"8192/{k} {pts[(8192, k)].model_us:.4f} (measured {pts[(8192, k)].measured_us})"
                                           for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
@@ -457,13 +458,11 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model.md, "What
     is still missed": evaluated, not shipped): the #29 figures per S and stream cost with the other
     constants as shipped, then with the stream cost refitted (fit.fit_streams, u in its bound)."""
-    import dataclasses
-    from quco.perfmodel import hardware as hw
     gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
 
     def figures(mm, label):
-        res = hw.compare(rows, gst, m=mm)
+        res = hwdata.compare(rows, gst, m=mm)
         x = score(res)
         per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
                         for r in res)
@@ -492,8 +491,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     rows, the #29 figures against the shipped model, leave one kernel family out and leave one
     grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
     ("Latency under load") applied."""
-    import dataclasses
-    from quco.perfmodel import fit as hwfit, hardware as hw, sharefit
+    from quco.perfmodel import fit as hwfit, sharefit
     gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
@@ -518,7 +516,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
     print_used(used)
     joint_m = hwfit.with_constants(dataclasses.replace(m, dram_queue_mode=3), c)
-    shipped, joint = hw.compare(rows, gst, m=m), hw.compare(rows, gst, m=joint_m)
+    shipped, joint = hwdata.compare(rows, gst, m=m), hwdata.compare(rows, gst, m=joint_m)
     print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
     print("|---|---|---|---|---|")
     for a, b in zip(joint, shipped):
@@ -528,7 +526,7 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print(_targets_line("joint", joint))
     print(_targets_line("shipped", shipped))
     both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
-    print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hw.compare(rows, gst, m=both_m)))
+    print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hwdata.compare(rows, gst, m=both_m)))
     loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
@@ -559,16 +557,14 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
     """The whole model's rms log error (model / measured) over every TMA row, per grid, and the
     rank >= 0.9 count, on a grid of S and stream cost with dram_queueing 3 and the other constants
     as shipped: does the full model, not only fit_share's bound, want the stream cost at 0?"""
-    import dataclasses
-    import math
-    from quco.perfmodel import fit as hwfit, hardware as hw
+    from quco.perfmodel import fit as hwfit
     gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
     for s in (0.0, 100.0, m.dram_queue_service * ns, 300.0, 400.0):
         for c in (0.0, 0.5e-5, m.dram_stream_cost, 3e-5):
             mm = hwfit.with_service(dataclasses.replace(m, dram_queue_mode=3, dram_stream_cost=c), s / ns)
-            res = hw.compare(rows, gst, m=mm)
+            res = hwdata.compare(rows, gst, m=mm)
             cells, ranks = [], []
             for size in ("big", "paper", "both"):
                 e = [math.log(p.model_us / p.measured_us) for r in res if size in (r["size"], "both")
