@@ -16,6 +16,7 @@ columns). Nothing here feeds back into the model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import math
@@ -345,12 +346,21 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
         print(_targets_line("  shipped fit on the same rows", [shipped[(r["kernel"], r["size"])] for r in part]))
 
 
+@contextlib.contextmanager
 def _with_limits(values: dict):
     """params.description with [model] fields replaced on every GPU but the H100 (a what-if of
     this bench only: the presets keep their values)."""
     orig = params.description
     params.description = lambda name: {**orig(name), **(values if name != "H100 SXM" else {})}
-    return orig
+    try:
+        yield
+    finally:
+        params.description = orig
+
+
+def _att_gain(by: dict) -> float:
+    """ATT/Fine-Tuned over NoATT/Fine-Tuned of one kernel's cases (rows())."""
+    return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
 
 
 def inflight(path: str) -> None:
@@ -378,18 +388,13 @@ def inflight(path: str) -> None:
     for field, lines, also in (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
                                ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
                                ("load_inflight_lines", 128, {})):
-        orig = _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also})
-        try:
+        with _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also}):
             pk = picks("r9-nano", False) + picks("mi100", False)
             r9, r530 = rows("r9-nano", ablations=False), rows("radeon-530", ablations=False)
-        finally:
-            params.description = orig
         ok = sum(1 for x in pk if x["gap"] is not None and x["gap"] <= 1.0)
-        def gain(by: dict) -> float:
-            return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
-        per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
+        per = ", ".join(f"{n} {_att_gain(by):.2f}" for n, by in r9.items())
         print(f"| {field} | {lines or 'none'}{' (held the whole round trip)' if also else ''} | {ok} | {per} | "
-              f"{max(gain(by) for by in r530.values()):.2f} |")
+              f"{max(_att_gain(by) for by in r530.values()):.2f} |")
 
 
 def loaded(path: str, gpu: str = "h100-sxm") -> None:
