@@ -535,27 +535,29 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
-    for a, b in zip(loo_j, loo_s):
-        print(f"| {a['held_out']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
-              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
-              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
-              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    _joint_rows("held_out", loo_j, loo_s, ns)
     print(_targets_line("joint, families held out", loo_j))
     print(_targets_line("shipped stages, families held out", loo_s))
     lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_size_out(m, gst, rows)
     print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
     print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
           "|---|---|---|---|---|---|---|")
-    for a, b in zip(lso_j, lso_s):
-        print(f"| {a['fitted_on']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
-              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
-              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
-              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    _joint_rows("fitted_on", lso_j, lso_s, ns)
     for size in dict.fromkeys(r["fitted_on"] for r in lso_j):
         print(_targets_line(f"joint, fitted on {size}", [r for r in lso_j if r["fitted_on"] == size]))
         print(_targets_line(f"shipped stages, fitted on {size}", [r for r in lso_s if r["fitted_on"] == size]))
     print("\nacceptance (set before the run): " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in
           accept(joint, shipped, loo_j, loo_s, lso_j, lso_s).items()))
+
+
+def _joint_rows(key: str, joint: list[dict], shipped: list[dict], ns: float) -> None:
+    """--share-fit's leave-out table rows: the joint fit's figures, the shipped stages' in brackets
+    (`key`: the rows' "held_out" or "fitted_on")."""
+    for a, b in zip(joint, shipped):
+        print(f"| {a[key]} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
+              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
+              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
+              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
 
 
 def share_scan(path: str, gpu: str = "h100-sxm") -> None:
