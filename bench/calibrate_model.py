@@ -371,13 +371,13 @@ def inflight(path: str) -> None:
     used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
     source says about NoATT"."""
     from quco.perfmodel import fit as hwfit
-    gst, m, rows = measured(path, "h100-sxm")
+    gst, m, h100 = measured(path, "h100-sxm")  # not `rows`: the paper side below calls rows()
     print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
           f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
     without = [(f"all but {f}", tuple(k for k in hwdata.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
     for name, members in (("all", hwdata.COMPARED), *hwfit.FAMILIES.items(), *without):
-        kib, bad = hwfit.inflight_floor(m, gst, rows, kernels=members)
+        kib, bad = hwfit.inflight_floor(m, gst, h100, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
     print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
