@@ -16,20 +16,23 @@ columns). Nothing here feeds back into the model.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import functools
+import math
 import time
-from pathlib import Path
+from typing import NamedTuple
 
 from quco.perfmodel import hardware as hwdata
 from quco.gst import tables
 from quco.paper import claims
+from quco.paper.ours import kernel_dir
 from quco.kernel.format import load_kernel
 from quco.harness import evaluate as ev
 from quco.perfmodel import params, search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "quco" / "examples" / "kernels"
 def _paper_fine_tuned() -> dict:
     """The paper's Fine-Tuned column (tile / slots; one slot count, read as the streaming queues'),
     {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (quco/paper/claims.toml): the
@@ -37,8 +40,8 @@ def _paper_fine_tuned() -> dict:
     out: dict = {}
     for c in claims.load():
         if c.measure == "model_pick" and c.args.get("case") == "ATT/Fine-Tuned":
-            gpu, own = c.args["gpu"], EXAMPLES / c.args["gpu"]
-            name = load_kernel((own if own.is_dir() else EXAMPLES) / f"{c.args['kernel']}.json").name
+            gpu = c.args["gpu"]
+            name = load_kernel(kernel_dir(gpu) / f"{c.args['kernel']}.json").name
             out.setdefault(gpu, {})[name] = (c.tiles[0], c.slots[0])
     return out
 
@@ -50,8 +53,7 @@ ABOVE = 1.01  # "above" on Fig. 6: by 1% or more (a model's sub-percent differen
 
 
 def kernels(gpu: str) -> list:
-    own = EXAMPLES / gpu
-    return [load_kernel(p) for p in sorted((own if own.is_dir() else EXAMPLES).glob("*.json"))]
+    return [load_kernel(p) for p in sorted(kernel_dir(gpu).glob("*.json"))]
 
 
 def paper_pick(work: Work, ranked, tile: int, slots: int):
@@ -190,22 +192,35 @@ def fit() -> None:
     params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = saved
 
 
+@functools.cache  # --hardware and --leave-size-out print two reports off the same file
+def measured(path: str, gpu: str):
+    """(GST, Machine, rows) of a hardware measurement file against `gpu`'s preset."""
+    gst = tables.load(gpu)
+    return gst, machine(tables.unpack(gst)), hwdata.read(path)
+
+
+def print_used(used: dict) -> None:
+    """The rows that set each fitted constant (fit.fit's `used`): how many, kernels, tiles."""
+    for k, rs in used.items():
+        if not rs:
+            print(f"  {k}: no row (unfitted value)")
+            continue
+        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
+        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
+              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+
+
 def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     """The H100 constants refitted from the measurements (quco/perfmodel/fit.py; the preset holds
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
     without a family, the model predicts it."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    from quco.perfmodel import fit as hwfit
+    gst, m, rows = measured(path, gpu)
     c, used = hwfit.fit(m, gst, rows)
     print(f"fit on {path} ({gpu}):")
     for k, v in c.items():
         print(f"  {k} = {v:.4g}   (preset: {params.description(params.gst_name(tables.unpack(gst)))[k]})")
-    for k, rs in used.items():
-        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
-        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
-              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print_used(used)
     print("\nrows left out of every fit (slower than both slot neighbours by "
           f"{hwfit.OUTLIER_RATIO}x or more): " + ", ".join(f"{k} {sz} {t}/{s}" for k, sz, t, s in sorted(hwfit.outliers(rows))))
     print("\nthe per-stage cost (stage_instr): measured slope over slots 4..8 of each issue-bound (kernel, tile) "
@@ -234,11 +249,8 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
     that would set it, its fit on each grid size and on all rows, the fit without each kernel
     family (split "family") or on one grid size (split "size") predicting the held-out pairs, and
     the issue #29 targets with the paper grid's value against the shipped model."""
-    import dataclasses
-    from quco.perfmodel import hardware as hw, turnover as tv
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    from quco.perfmodel import turnover as tv
+    gst, m, rows = measured(path, gpu)
     print("\nthe turnover between work-groups (wg_turnover_ns, not shipped): occupancy-1 rows against the row of "
           "their tile with the most slots that holds two or more (us; sensitivity: us of the model's difference "
           "per us of turnover)")
@@ -263,9 +275,9 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
                   f"{x['measured']:+.2f} | {x['predicted']:+.2f} |")
     if "paper grid" in fitted:
         t = fitted["paper grid"]
-        with_t = hw.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
+        with_t = hwdata.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
         print(_targets_line(f"with the paper grid's {t:.0f} ns", with_t))
-        shipped = hw.compare(rows, gst)
+        shipped = hwdata.compare(rows, gst)
         print(_targets_line("shipped (0 ns)", shipped))
         print("| size | kernel | model best, its cost (shipped) | median err (shipped) |\n|---|---|---|---|")
         for a, b in zip(with_t, shipped):
@@ -274,25 +286,41 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
                   f"({b['median_error_pct']:.1f}%) |")
 
 
-def _targets_line(label: str, res: list[dict]) -> str:
-    """The issue #29 targets over `res` (compare's summaries): how many meet each."""
+class Score(NamedTuple):
+    """The issue #29 figures over compare's summaries (score()): how many meet each target."""
+    n: int
+    ranked: int          # rank correlation >= 0.9
+    min_rank: float
+    geomean: float       # of the model best's measured cost, %
+    within_2: int        # model best within 2% of the measured best
+    worst: float         # the largest model-best cost, %
+    median_ok: int       # median error <= 10%
+    max_median: float
+
+
+def score(res: list[dict]) -> Score:
     rho = [r["spearman"] for r in res]
     cost = [r["model_best_cost_pct"] for r in res]
     err = [r["median_error_pct"] for r in res]
-    return (f"{label}: rank corr >= 0.9 {sum(v >= 0.9 for v in rho)}/{len(rho)} (min {min(rho):.2f}); "
-            f"model best within 2% {sum(v <= 2 for v in cost)}/{len(cost)} (geomean "
-            f"{hwdata.geomean_pct(cost):+.2f}%, target <= 1%; worst {max(cost):+.1f}%); "
-            f"median err <= 10% {sum(v <= 10 for v in err)}/{len(err)} (max {max(err):.1f}%)")
+    return Score(len(res), sum(v >= 0.9 for v in rho), min(rho), hwdata.geomean_pct(cost), sum(v <= 2 for v in cost),
+                 max(cost), sum(v <= 10 for v in err), max(err))
+
+
+def _targets_line(label: str, res: list[dict]) -> str:
+    """The issue #29 targets over `res` (compare's summaries): how many meet each."""
+    x = score(res)
+    return (f"{label}: rank corr >= 0.9 {x.ranked}/{x.n} (min {x.min_rank:.2f}); "
+            f"model best within 2% {x.within_2}/{x.n} (geomean "
+            f"{x.geomean:+.2f}%, target <= 1%; worst {x.worst:+.1f}%); "
+            f"median err <= 10% {x.median_ok}/{x.n} (max {x.max_median:.1f}%)")
 
 
 def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
     """Every fitted constant on one grid size's rows alone (quco/perfmodel/fit.py fit_size),
     the model on the other size's rows, beside the shipped fit (both sizes, the preset)."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
-    shipped = {(r["kernel"], r["size"]): r for r in hw.compare(rows, gst)}
+    from quco.perfmodel import fit as hwfit
+    gst, m, rows = measured(path, gpu)
+    shipped = {(r["kernel"], r["size"]): r for r in hwdata.compare(rows, gst)}
     held = hwfit.leave_size_out(m, gst, rows)
     fits = {r["fitted_on"]: (r["constants"], r["used"]) for r in held}
     print(f"leave one grid size out on {path} ({gpu}): every fitted constant on one size's rows, "
@@ -316,12 +344,23 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
         part = [r for r in held if r["fitted_on"] == size]
         print(_targets_line(f"fitted on {size}, predicting {', '.join(dict.fromkeys(r['size'] for r in part))}", part))
         print(_targets_line("  shipped fit on the same rows", [shipped[(r["kernel"], r["size"])] for r in part]))
+
+
+@contextlib.contextmanager
 def _with_limits(values: dict):
     """params.description with [model] fields replaced on every GPU but the H100 (a what-if of
     this bench only: the presets keep their values)."""
     orig = params.description
     params.description = lambda name: {**orig(name), **(values if name != "H100 SXM" else {})}
-    return orig
+    try:
+        yield
+    finally:
+        params.description = orig
+
+
+def _att_gain(by: dict) -> float:
+    """ATT/Fine-Tuned over NoATT/Fine-Tuned of one kernel's cases (rows())."""
+    return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
 
 
 def inflight(path: str) -> None:
@@ -331,16 +370,14 @@ def inflight(path: str) -> None:
     wavefronts' own loads (NoATT): 16 concurrent transactions (the versions the paper can have
     used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
     source says about NoATT"."""
-    from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load("h100-sxm")
-    m = machine(tables.unpack(gst))
-    measured = hw.read(path)
+    from quco.perfmodel import fit as hwfit
+    gst, m, h100 = measured(path, "h100-sxm")  # not `rows`: the paper side below calls rows()
     print("H100: the largest ATT limit (KiB an SM) that a measured row contradicts (the model with it "
           f"> {1 + hwfit.FLOOR_TOL:.2f}x the measured time and the model without it); the limit is above it")
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
-    without = [(f"all but {f}", tuple(k for k in hw.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
-    for name, members in (("all", hw.COMPARED), *hwfit.FAMILIES.items(), *without):
-        kib, bad = hwfit.inflight_floor(m, gst, measured, kernels=members)
+    without = [(f"all but {f}", tuple(k for k in hwdata.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
+    for name, members in (("all", hwdata.COMPARED), *hwfit.FAMILIES.items(), *without):
+        kib, bad = hwfit.inflight_floor(m, gst, h100, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
     print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
@@ -351,18 +388,14 @@ def inflight(path: str) -> None:
     for field, lines, also in (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
                                ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
                                ("load_inflight_lines", 128, {})):
-        orig = _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also})
-        try:
+        with _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also}):
             pk = picks("r9-nano", False) + picks("mi100", False)
             r9, r530 = rows("r9-nano", ablations=False), rows("radeon-530", ablations=False)
-        finally:
-            params.description = orig
         ok = sum(1 for x in pk if x["gap"] is not None and x["gap"] <= 1.0)
-        def gain(by: dict) -> float:
-            return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
-        per = ", ".join(f"{n} {gain(by):.2f}" for n, by in r9.items())
+        per = ", ".join(f"{n} {_att_gain(by):.2f}" for n, by in r9.items())
         print(f"| {field} | {lines or 'none'}{' (held the whole round trip)' if also else ''} | {ok} | {per} | "
-              f"{max(gain(by) for by in r530.values()):.2f} |")
+              f"{max(_att_gain(by) for by in r530.values()):.2f} |")
+
 
 def loaded(path: str, gpu: str = "h100-sxm") -> None:
     """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured
@@ -370,13 +403,8 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
     work-groups, over the SM's read rate, the launch taken off) by DRAM utilisation, beside the
     M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S and way of finding u (S 0: the
     shipped model; every preset carries dram_queueing 0); last, the ties the closed loop breaks."""
-    import dataclasses
-    import math
-    from quco.perfmodel import hardware as hw
     from quco.perfmodel.memory import loaded_delay
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     r0, s_ns = (m.lat_att + m.lat_dram) * ns, m.dram_queue_service * ns  # S from the GST (presets: mode 0, off)
     peak = m.dram_bytes_per_cycle * m.clock_mhz / 1000.0  # GB/s = B/ns, the sustained copy ceiling
@@ -385,9 +413,9 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
         if (r.variant != "att" or not r.fits or not r.tile or r.slots < 2 or r.tile < 512
                 or r.kernel not in ("Elementwise", "ElementwiseK", "Sumvectors")):
             continue  # the streaming kernels: no reduction or shared operand in the step
-        w = Work.of(hw.scaled_kernel(r.kernel, r.work_groups))
+        w = Work.of(hwdata.scaled_kernel(r.kernel, r.work_groups))
         per_sm = math.ceil(r.work_groups / m.cus)
-        res = min(hw.measured_residency(m, w, r.tile, r.slots), per_sm)
+        res = min(hwdata.measured_residency(m, w, r.tile, r.slots), per_sm)
         reads = sum(w.pass_length(i) * q.elem_size for i, q in enumerate(w.queues)) * w.passes
         t = (r.time_us * 1000.0 - m.launch * ns)
         inflight = res * sum(min(r.slots - 1, w.tiles(i, r.tile)) * min(r.tile, w.pass_length(i)) * q.elem_size
@@ -414,21 +442,18 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
           "signed err |\n|---|---|---|---|---|---|---|---|---|")
     for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
                     (100.0, 2), (s_ns, 2), (400.0, 2)):
-        res = hw.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
+        res = hwdata.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
-            rho = [r["spearman"] for r in rs]
-            cost = [r["model_best_cost_pct"] for r in rs]
-            med = [r["median_error_pct"] for r in rs]
-            sg = [r["mean_signed_error_pct"] for r in rs]
-            print(f"| {s:.0f} | {mode} | {size} | {sum(x >= 0.9 for x in rho)} of {len(rs)} | {min(rho):.2f} | "
-                  f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {sum(c <= 2 for c in cost)} | {max(med):.1f}% | "
+            x, sg = score(rs), [r["mean_signed_error_pct"] for r in rs]
+            print(f"| {s:.0f} | {mode} | {size} | {x.ranked} of {x.n} | {x.min_rank:.2f} | "
+                  f"{x.geomean:+.2f}%, {x.worst:+.1f}% | {x.within_2} | {x.max_median:.1f}% | "
                   f"{min(sg):+.1f}..{max(sg):+.1f}% |")
     print("\nwhat moves the model's best on the paper grid (closed loop at the GST's S): the model's times (us) "
           "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
     paper = [r for r in rows if r.size == "paper"]
     for mode in (0, 1):
-        res = hw.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
+        res = hwdata.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
         pts = {(p.tile, p.slots): p for p in res[0]["points"]}
         print(f"  u {mode}: " + ", ".join(f"8192/{k} {pts[(8192, k)].model_us:.4f} (measured {pts[(8192, k)].measured_us})"
                                           for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
@@ -438,22 +463,16 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model.md, "What
     is still missed": evaluated, not shipped): the #29 figures per S and stream cost with the other
     constants as shipped, then with the stream cost refitted (fit.fit_streams, u in its bound)."""
-    import dataclasses
-    from quco.perfmodel import hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
 
     def figures(mm, label):
-        res = hw.compare(rows, gst, m=mm)
-        rho = [r["spearman"] for r in res]
-        cost = [r["model_best_cost_pct"] for r in res]
-        med = [r["median_error_pct"] for r in res]
+        res = hwdata.compare(rows, gst, m=mm)
+        x = score(res)
         per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
                         for r in res)
-        print(f"| {label} | {sum(x >= 0.9 for x in rho)} of {len(res)} (min {min(rho):.2f}) | "
-              f"{hw.geomean_pct(cost):+.2f}%, {max(cost):+.1f}% | {max(med):.1f}% | {per} |")
+        print(f"| {label} | {x.ranked} of {x.n} (min {x.min_rank:.2f}) | "
+              f"{x.geomean:+.2f}%, {x.worst:+.1f}% | {x.max_median:.1f}% | {per} |")
 
     print("the DRAM share at the closed loop's utilisation (S ns, stream cost; 0: the shipped model):")
     print("| S, stream cost | rank >= 0.9 | model best: geomean, worst | max median err | per kernel: rank, best, its cost |")
@@ -477,11 +496,8 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     rows, the #29 figures against the shipped model, leave one kernel family out and leave one
     grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
     ("Latency under load") applied."""
-    import dataclasses
-    from quco.perfmodel import fit as hwfit, hardware as hw, sharefit
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    from quco.perfmodel import fit as hwfit, sharefit
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
     for size in ("big", "paper"):
@@ -503,15 +519,9 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print("\nevery constant refitted with dram_queueing 3 (fit.fit(share=sharefit.fit_share)), its rows:")
     for k, v in c.items():
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
-    for k, rs in used.items():
-        if not rs:
-            print(f"  {k}: no row (unfitted value)")
-            continue
-        kinds = sorted({(r.kernel, r.tile) if hasattr(r, "kernel") else (r[0], r[1]) for r in rs})
-        print(f"  {k}: {len(rs)} rows ({', '.join(sorted({k for k, _ in kinds}))}; tiles "
-              f"{min(t for _, t in kinds)}-{max(t for _, t in kinds)})")
+    print_used(used)
     joint_m = hwfit.with_constants(dataclasses.replace(m, dram_queue_mode=3), c)
-    shipped, joint = hw.compare(rows, gst, m=m), hw.compare(rows, gst, m=joint_m)
+    shipped, joint = hwdata.compare(rows, gst, m=m), hwdata.compare(rows, gst, m=joint_m)
     print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
     print("|---|---|---|---|---|")
     for a, b in zip(joint, shipped):
@@ -521,26 +531,18 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print(_targets_line("joint", joint))
     print(_targets_line("shipped", shipped))
     both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
-    print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hw.compare(rows, gst, m=both_m)))
+    print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hwdata.compare(rows, gst, m=both_m)))
     loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
-    for a, b in zip(loo_j, loo_s):
-        print(f"| {a['held_out']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
-              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
-              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
-              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    _joint_rows("held_out", loo_j, loo_s, ns)
     print(_targets_line("joint, families held out", loo_j))
     print(_targets_line("shipped stages, families held out", loo_s))
     lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_size_out(m, gst, rows)
     print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
     print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
           "|---|---|---|---|---|---|---|")
-    for a, b in zip(lso_j, lso_s):
-        print(f"| {a['fitted_on']} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
-              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
-              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
-              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+    _joint_rows("fitted_on", lso_j, lso_s, ns)
     for size in dict.fromkeys(r["fitted_on"] for r in lso_j):
         print(_targets_line(f"joint, fitted on {size}", [r for r in lso_j if r["fitted_on"] == size]))
         print(_targets_line(f"shipped stages, fitted on {size}", [r for r in lso_s if r["fitted_on"] == size]))
@@ -548,22 +550,28 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
           accept(joint, shipped, loo_j, loo_s, lso_j, lso_s).items()))
 
 
+def _joint_rows(key: str, joint: list[dict], shipped: list[dict], ns: float) -> None:
+    """--share-fit's leave-out table rows: the joint fit's figures, the shipped stages' in brackets
+    (`key`: the rows' "held_out" or "fitted_on")."""
+    for a, b in zip(joint, shipped):
+        print(f"| {a[key]} | {a['constants']['dram_queue_cycles'] * ns:.0f}, {a['constants']['dram_stream_cost']:.3g} "
+              f"({b['constants']['dram_stream_cost']:.3g}) | {a['size']} | {a['kernel']} | {a['spearman']:.2f} "
+              f"({b['spearman']:.2f}) | {a['model_best_cost_pct']:+.1f}% ({b['model_best_cost_pct']:+.1f}%) | "
+              f"{a['median_error_pct']:.1f}% ({b['median_error_pct']:.1f}%) |")
+
+
 def share_scan(path: str, gpu: str = "h100-sxm") -> None:
     """The whole model's rms log error (model / measured) over every TMA row, per grid, and the
     rank >= 0.9 count, on a grid of S and stream cost with dram_queueing 3 and the other constants
     as shipped: does the full model, not only fit_share's bound, want the stream cost at 0?"""
-    import dataclasses
-    import math
-    from quco.perfmodel import fit as hwfit, hardware as hw
-    gst = tables.load(gpu)
-    m = machine(tables.unpack(gst))
-    rows = hw.read(path)
+    from quco.perfmodel import fit as hwfit
+    gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
     print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
     for s in (0.0, 100.0, m.dram_queue_service * ns, 300.0, 400.0):
         for c in (0.0, 0.5e-5, m.dram_stream_cost, 3e-5):
             mm = hwfit.with_service(dataclasses.replace(m, dram_queue_mode=3, dram_stream_cost=c), s / ns)
-            res = hw.compare(rows, gst, m=mm)
+            res = hwdata.compare(rows, gst, m=mm)
             cells, ranks = [], []
             for size in ("big", "paper", "both"):
                 e = [math.log(p.model_us / p.measured_us) for r in res if size in (r["size"], "both")
@@ -573,30 +581,22 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
             print(f"| {s:.0f} | {c:.3g} | {', '.join(cells)} | {', '.join(ranks[:2])} |")
 
 
-def _score(res: list[dict]) -> tuple:
-    """(rank >= 0.9 count, min rank, geomean model-best cost, within 2%, max median error)."""
-    rho = [r["spearman"] for r in res]
-    cost = [r["model_best_cost_pct"] for r in res]
-    return (sum(v >= 0.9 for v in rho), min(rho), hwdata.geomean_pct(cost), sum(v <= 2 for v in cost),
-            max(r["median_error_pct"] for r in res))
-
-
 def _no_worse(a: list[dict], b: list[dict]) -> bool:
     """A leave-out of the joint fit does at least as well as the shipped one: rank count, geomean
     and max median error each no worse."""
-    x, y = _score(a), _score(b)
-    return x[0] >= y[0] and x[2] <= y[2] + 1e-9 and x[4] <= y[4] + 1e-9
+    x, y = score(a), score(b)
+    return x.ranked >= y.ranked and x.geomean <= y.geomean + 1e-9 and x.max_median <= y.max_median + 1e-9
 
 
 def accept(joint, shipped, loo_j, loo_s, lso_j, lso_s) -> dict:
     """The brief's rule for shipping dram_queueing 3, each clause."""
-    j, s = _score(joint), _score(shipped)
+    j, s = score(joint), score(shipped)
     sizes = dict.fromkeys(r["fitted_on"] for r in lso_j)
-    out = {"rank >= 0.9 on at least 8": j[0] >= 8,
+    out = {"rank >= 0.9 on at least 8": j.ranked >= 8,
            "no model best worse than shipped by > 0.5 pt": all(
                a["model_best_cost_pct"] <= b["model_best_cost_pct"] + 0.5 for a, b in zip(joint, shipped)),
-           f"geomean improves ({j[2]:+.2f}% vs {s[2]:+.2f}%)": j[2] < s[2] - 1e-9,
-           f"median errors <= 10% (max {j[4]:.1f}%)": j[4] <= 10.0,
+           f"geomean improves ({j.geomean:+.2f}% vs {s.geomean:+.2f}%)": j.geomean < s.geomean - 1e-9,
+           f"median errors <= 10% (max {j.max_median:.1f}%)": j.max_median <= 10.0,
            "leave one family out no worse": _no_worse(loo_j, loo_s)}
     for size in sizes:
         out[f"leave size out, fitted on {size}, no worse"] = _no_worse(

@@ -51,7 +51,7 @@ def show(results: list[dict]) -> None:
               f"of {len(med)}")
 
 
-def show_precision(rows, results: list[dict], gpu: str) -> None:
+def show_precision(rows, results: list[dict], gst: bytes) -> None:
     """The file's own noise (twin kernels) and what a model equal to the truth would score."""
     noise = {n.size: n for n in precision.twin_noise(rows)}
     if not noise:
@@ -63,7 +63,7 @@ def show_precision(rows, results: list[dict], gpu: str) -> None:
         glitches = ", ".join(f"{t}/{s}: {a:g} vs {b:g}" for t, s, a, b in n.glitches) or "none"
         print(f"| {n.size} | {n.pairs} | {n.median_ratio_pct:+.2f}% | {n.sigma_pct:.2f}% | {glitches} |")
     same = {}
-    m = machine(tables.unpack(tables.load(gpu)))
+    m = machine(tables.unpack(gst))
     for r in results:
         measured = [x for x in rows if x.variant == "att" and x.kernel == r["kernel"] and x.size == r["size"]
                     and x.tile and x.slots]
@@ -71,10 +71,11 @@ def show_precision(rows, results: list[dict], gpu: str) -> None:
         for tile in sorted(hardware.unpipelined_tiles(m, work, measured)):
             if (n := precision.same_code_noise(measured, tile)) is not None:
                 same.setdefault((r["kernel"], r["size"]), []).append(n)
-    for (kernel, size), n in ((k, n) for k, ns in same.items() for n in ns):
-        glitches = ", ".join(f"/{s}: {t:g} us" for s, t in n.glitches) or "none"
-        print(f"Same code: {kernel} {size} at {n.tile} (one-step loop, not pipelined) over {n.rows} slot counts: "
-              f"{n.sigma_pct:.2f}% a measurement; glitches {glitches}")
+    for (kernel, size), ns in same.items():
+        for n in ns:
+            glitches = ", ".join(f"/{s}: {t:g} us" for s, t in n.glitches) or "none"
+            print(f"Same code: {kernel} {size} at {n.tile} (one-step loop, not pipelined) over {n.rows} slot counts: "
+                  f"{n.sigma_pct:.2f}% a measurement; glitches {glitches}")
     print("A model equal to the measured times, against one measurement with that noise (1,000 draws; the "
           "kernel's own same-code noise where there is one): rank correlation and the measured cost of its best "
           "(median / 90th percentile)")
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     print("| size | kernel | measured | model |\n|---|---|---|---|")
     for r in hardware.att_vs_noatt(rows, gst):
         print(f"| {r['size']} | {r['kernel']} | {r['measured']:.2f} | {fmt(r['model'], '.2f', '')} |")
-    show_precision(rows, results, args.gpu)
+    show_precision(rows, results, gst)
     if args.plot:
         for p in plots.hardware(results, args.plot):
             print(f"wrote {p}")

@@ -34,6 +34,7 @@ from quco.perfmodel import hardware
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
 from quco.util import atomic
+from quco.util.userinput import whole_number
 
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS = hardware.FIELDS + ("model_us",)
@@ -57,11 +58,10 @@ def work_groups(specs: list[str]) -> dict:
         if name and name not in hardware.COMPARED:
             raise ValueError(f"--work-groups {s!r}: kernel {name!r}: expected one of {', '.join(hardware.COMPARED)}")
         for n in ns.split(","):
-            if not n.isdigit() or not 1 <= int(n) <= 1 << 31:
-                raise ValueError(f"--work-groups {s!r}: {n!r}: expected a whole number 1..{1 << 31}")
+            n = whole_number(n, 1, 1 << 31, f"--work-groups {s!r}:")
             sizes = out.setdefault(name or None, [])
-            if int(n) not in sizes:
-                sizes.append(int(n))
+            if n not in sizes:
+                sizes.append(n)
     return out
 
 

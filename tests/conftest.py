@@ -1,5 +1,7 @@
 import functools
+import importlib.util
 import itertools
+import sys
 import os
 import shutil
 import subprocess
@@ -25,6 +27,16 @@ EXAMPLES_DIR = ROOT / "quco" / "examples" / "kernels"          # the bundled Tab
 EXAMPLE_KERNELS = sorted(EXAMPLES_DIR.glob("*.json"))  # the R9 Nano's (Table III sizes)
 ALL_EXAMPLE_KERNELS = sorted(EXAMPLES_DIR.rglob("*.json"))  # + mi100/ and radeon-530/ at their sizes
 MM_KERNEL = EXAMPLES_DIR / "matrix-matrix.json"        # the 9-queue Matrix-Matrix kernel
+
+
+@functools.cache
+def bench_module(name: str):
+    """bench/<name>.py imported as a module (bench/ is scripts, not a package), once."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="session")

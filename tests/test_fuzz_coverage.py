@@ -1,14 +1,12 @@
 """bench/fuzz_coverage.py: the firmware's C built for the host (gcov) answers what the emulated
 firmware answers, byte for byte, so its branch counts say what the firmware ran; and the count
 parser finds the branches a sample reached and the ones it did not."""
-import importlib.util
 import random
 import shutil
-import sys
 
 import pytest
 
-from conftest import ALL_EXAMPLE_KERNELS, ROOT
+from conftest import ALL_EXAMPLE_KERNELS, bench_module
 from quco.gst import tables
 from quco.host import fuzz
 from quco.host.device import Device
@@ -17,17 +15,9 @@ from quco.kernel.format import load_kernel
 pytestmark = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("gcov")), reason="needs gcc and gcov")
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("fuzz_coverage", ROOT / "bench" / "fuzz_coverage.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def cov(tmp_path_factory):
-    mod = _module()
+    mod = bench_module("fuzz_coverage")
     folder = tmp_path_factory.mktemp("host-build")
     return mod, mod.build(folder), folder
 

@@ -4,19 +4,15 @@ bad input refused with nothing written."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import bench_module
 from quco.gst import tables
 from quco.perfmodel import hardware
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("predict_hardware", ROOT / "bench" / "predict_hardware.py")
-predict = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(predict)
+predict = bench_module("predict_hardware")
 
 GRID = [",".join(hardware.FIELDS),
         "Elementwise,att,paper,256,8192,7,,,yes,30.1,402653184,13377.2,",
@@ -68,6 +64,8 @@ def test_several_further_sizes_each_its_own_label(tmp_path):
     (["--work-groups", "512,x"], "'x': expected a whole number"),
     (["--work-groups", "Foo=3"], "kernel 'Foo'"),
     (["--work-groups", "0"], "'0': expected a whole number"),
+    (["--work-groups", "٣"], "'٣': expected a whole number 1..2147483648 in digits 0-9"),  # int() would take it
+    (["--work-groups", "²"], "'²': expected a whole number"),  # isdigit() but int() refuses it
     (["--work-groups", "512,1024", "--label", "x"], "--label 'x': names a kernel's one further size"),
     (["--label", "x"], "--work-groups gives none"),
     (["--work-groups", "512", "--label", "paper"], "--label 'paper': a size the grid file already has"),
