@@ -91,7 +91,8 @@ def mva_utilisation(s: float, r0: float, w: float) -> float:
     U = X S. N <= 1: no queue, U = w / r0 (N = 1 is one lone chunk, S / r0); a real N between
     integers interpolates U linearly. Past N* = r0 / S, 1 - U falls faster than geometrically
     (1 - U is Erlang B at N servers and load Z / S), not as S / w (_closed_loop's open-queue
-    form). S <= 0, or N* > MVA_KNEE_MAX: the FIFO's knee min(1, w / r0), the limit as S -> 0."""
+    form). S <= 0, or N* > MVA_KNEE_MAX: the FIFO's knee min(1, w / r0), the limit as S -> 0 (at
+    N* = MVA_KNEE_MAX the exact U is within 2.5% of it at w = r0, 0.8% at 0.9 r0, 0.01% at 1.1 r0)."""
     if w <= 0:
         return 0.0
     if s <= 0 or r0 > MVA_KNEE_MAX * s:
