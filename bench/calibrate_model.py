@@ -12,6 +12,7 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --inflight # the per-CU limit on bytes in flight (a few minutes)
     .venv/bin/python bench/calibrate_model.py --share-fit  # dram_queueing 3, S and stream cost fitted jointly
     .venv/bin/python bench/calibrate_model.py --share-scan # ... the whole model's log error by S and stream cost
+    .venv/bin/python bench/calibrate_model.py --mva        # dram_queueing 4 (exact MVA): GST's S, then fitted jointly
 """
 from __future__ import annotations
 
@@ -489,38 +490,40 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue_service * ns:.0f}, {c:.3g} (refitted)")
 
 
-def share_fit(path: str, gpu: str = "h100-sxm") -> None:
-    """dram_queueing 3 calibrated jointly (sharefit.fit_share: S and the stream cost by least squares of
-    log(model / measured) over the big grid's bandwidth-bound rows, the rows fit_streams uses;
-    every other constant refitted around them by fit.fit(share=sharefit.fit_share)): the constants and their
-    rows, the #29 figures against the shipped model, leave one kernel family out and leave one
-    grid size out beside the shipped fit's, and the acceptance rule of docs/perf-model.md
-    ("Latency under load") applied."""
+def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
+    """dram_queueing 3 (share: sharefit.fit_share) or 4 (sharefit.fit_mva) calibrated jointly (S and
+    the stream cost by least squares of log(model / measured) over the big grid's bandwidth-bound
+    rows, the rows fit_streams uses; every other constant refitted around them by
+    fit.fit(share=share)): the constants and their rows, the #29 figures against the shipped model,
+    leave one kernel family out and leave one grid size out beside the shipped fit's, and the
+    acceptance rule of docs/perf-model.md ("Latency under load") applied."""
     from quco.perfmodel import fit as hwfit, sharefit
+    share = share or sharefit.fit_share
+    mode = share.dram_queue_mode
     gst, m, rows = measured(path, gpu)
     ns = 1000.0 / m.clock_mhz
-    print("the stated fit alone (fit_share) on each grid's rows, S ns / stream cost / rms log error:")
+    print(f"dram_queueing {mode}: the stated fit alone ({share.__name__}) on each grid's rows, S ns / stream cost / rms log error:")
     for size in ("big", "paper"):
-        got, used = sharefit.fit_share(m, rows, size=size)
+        got, used = share(m, rows, size=size)
         print(f"  {size} ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, cost {got['dram_stream_cost']:.3g}, "
               f"rms {got['rms_log']:.4f}")
     terms = sharefit.share_terms(m, rows, "big") + sharefit.share_terms(m, rows, "paper")
-    s_both, c_both, rms = sharefit.fit_share_terms(terms)
+    s_both, c_both, rms = sharefit.fit_share_terms(terms, mode)
     print(f"  both ({len(terms)} rows): S {s_both * ns:.0f} ns, cost {c_both:.3g}, rms {rms:.4f}")
     for family, members in hwfit.FAMILIES.items():
         try:
-            got, used = sharefit.fit_share(m, rows, members)
+            got, used = share(m, rows, members)
         except ValueError as e:
             print(f"  big, {family} alone: {e}")
             continue
         print(f"  big, {family} alone ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, "
               f"cost {got['dram_stream_cost']:.3g}, rms {got['rms_log']:.4f}")
-    c, used = hwfit.fit(m, gst, rows, share=sharefit.fit_share)
-    print("\nevery constant refitted with dram_queueing 3 (fit.fit(share=sharefit.fit_share)), its rows:")
+    c, used = hwfit.fit(m, gst, rows, share=share)
+    print(f"\nevery constant refitted with dram_queueing {mode} (fit.fit(share=sharefit.{share.__name__})), its rows:")
     for k, v in c.items():
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
     print_used(used)
-    joint_m = hwfit.with_constants(dataclasses.replace(m, dram_queue_mode=3), c)
+    joint_m = hwfit.with_constants(hwfit.share_mode(m, share), c)
     shipped, joint = hwdata.compare(rows, gst, m=m), hwdata.compare(rows, gst, m=joint_m)
     print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
     print("|---|---|---|---|---|")
@@ -532,13 +535,13 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
     print(_targets_line("shipped", shipped))
     both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
     print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hwdata.compare(rows, gst, m=both_m)))
-    loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_one_out(m, gst, rows)
+    loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
     _joint_rows("held_out", loo_j, loo_s, ns)
     print(_targets_line("joint, families held out", loo_j))
     print(_targets_line("shipped stages, families held out", loo_s))
-    lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=sharefit.fit_share), hwfit.leave_size_out(m, gst, rows)
+    lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=share), hwfit.leave_size_out(m, gst, rows)
     print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
     print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
           "|---|---|---|---|---|---|---|")
@@ -548,6 +551,34 @@ def share_fit(path: str, gpu: str = "h100-sxm") -> None:
         print(_targets_line(f"shipped stages, fitted on {size}", [r for r in lso_s if r["fitted_on"] == size]))
     print("\nacceptance (set before the run): " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in
           accept(joint, shipped, loo_j, loo_s, lso_j, lso_s).items()))
+
+
+def mva(path: str, gpu: str = "h100-sxm") -> None:
+    """dram_queueing 4, the DRAM share at exact MVA's utilisation of the closed loop (docs/perf-model.md,
+    "Latency under load"): the curve beside mode 3's open-queue form; (a) S from the GST (lat_dram -
+    lat_l2), nothing fitted, the other constants as shipped; (b) S and the stream cost fitted jointly
+    (share_fit with sharefit.fit_mva: both leave-outs, the rule)."""
+    from quco.perfmodel import sharefit
+    from quco.perfmodel.memory import loaded_utilisation, mva_utilisation
+    gst, m, rows = measured(path, gpu)
+    ns, s, r0 = 1000.0 / m.clock_mhz, m.dram_queue_service, m.lat_att + m.lat_dram
+    print(f"the share's utilisation at R0 {r0:.0f} cycles, S {s:.0f} (GST), by w / R0 (mode 3 open-queue / mode 4 MVA):")
+    print("  " + ", ".join(f"{f:g}: {loaded_utilisation(s, r0, f * r0):.4f} / {mva_utilisation(s, r0, f * r0):.6f}"
+                           for f in (0.25, 0.5, 1, 1.5, 2, 2.8, 4, 8, 16)))
+
+    def figures(mm, label):
+        res = hwdata.compare(rows, gst, m=mm)
+        per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
+                        for r in res)
+        print(f"{_targets_line(label, res)}\n    {per}")
+    print("\n(a) S from the GST, nothing fitted, the other constants as shipped:")
+    figures(m, "shipped (mode 0)")
+    figures(dataclasses.replace(m, dram_queue_mode=3), f"mode 3, S {s * ns:.0f} ns")
+    figures(dataclasses.replace(m, dram_queue_mode=4), f"mode 4, S {s * ns:.0f} ns")
+    for s_ns in (100.0, 300.0, 400.0):
+        figures(dataclasses.replace(m, dram_queue_mode=4, dram_queue_service=s_ns / ns), f"mode 4, S {s_ns:.0f} ns")
+    print("\n(b) S and the stream cost fitted jointly (sharefit.fit_mva):")
+    share_fit(path, gpu, sharefit.fit_mva)
 
 
 def _joint_rows(key: str, joint: list[dict], shipped: list[dict], ns: float) -> None:
@@ -589,7 +620,7 @@ def _no_worse(a: list[dict], b: list[dict]) -> bool:
 
 
 def accept(joint, shipped, loo_j, loo_s, lso_j, lso_s) -> dict:
-    """The brief's rule for shipping dram_queueing 3, each clause."""
+    """The brief's rule for shipping dram_queueing 3 or 4 (stated before each run), each clause."""
     j, s = score(joint), score(shipped)
     sizes = dict.fromkeys(r["fitted_on"] for r in lso_j)
     out = {"rank >= 0.9 on at least 8": j.ranked >= 8,
@@ -618,10 +649,14 @@ if __name__ == "__main__":
                     help="the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and stream cost")
     ap.add_argument("--share-fit", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="dram_queueing 3 with S and the stream cost fitted jointly: the #29 figures, both leave-outs")
+    ap.add_argument("--mva", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
+                    help="dram_queueing 4 (exact MVA): S from the GST, then fitted jointly with the stream cost, both leave-outs, the rule")
     ap.add_argument("--share-scan", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="dram_queueing 3: the whole model's log error on a grid of S and stream cost (about 3 minutes)")
     args = ap.parse_args()
-    if args.share_scan:
+    if args.mva:
+        mva(args.mva)
+    elif args.share_scan:
         share_scan(args.share_scan)
     elif args.share_fit:
         share_fit(args.share_fit)

@@ -59,7 +59,7 @@ def test_with_service_changes_only_s():
 
 def test_the_h100_terms_give_the_models_share_at_another_s():
     """w is read back at the GST's S; at twice that S the closed form must give what the model's
-    own dram_load.loaded_share gives there (w does not depend on S)."""
+    own dram_load.closed_loop_utilisation gives there (w does not depend on S)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
     terms = sharefit.share_terms(H100, rows)
     assert len(terms) >= 50

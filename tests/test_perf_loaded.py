@@ -162,9 +162,9 @@ def test_share_slows_a_saturated_stream_only_in_mode_3():
     cfg = Config(8192, (2, 2))
     base = simulate(H100, work, cfg)
     m3 = dataclasses.replace(H100, dram_queue_mode=3)
-    from quco.perfmodel.dram_load import loaded_share
+    from quco.perfmodel.dram_load import closed_loop_utilisation
     from quco.perfmodel.cu_model import Model
-    u = loaded_share(Model(m3, work, cfg))
+    u = closed_loop_utilisation(Model(m3, work, cfg))
     assert 0.9 < u < 1.0
     t3 = simulate(m3, work, cfg)
     assert t3.cycles - H100.launch == pytest.approx((base.cycles - H100.launch) / u, rel=0.02)

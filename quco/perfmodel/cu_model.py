@@ -36,7 +36,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from .dram_load import idle_round_trip, loaded_dram_delay, loaded_share
+from .dram_load import closed_loop_utilisation, idle_round_trip, loaded_dram_delay
 from .memory import Pipes, queue_delay
 from .params import Machine, const
 from .residency import per_cu, residents
@@ -122,8 +122,8 @@ class Model:
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
         self.lat_dram = m.lat_dram + (loaded_dram_delay(self) if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
-        if m.dram_queue_mode == 3 and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
-            self.pipes.dram_rate *= loaded_share(self)
+        if m.dram_queue_mode in (3, 4) and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
+            self.pipes.dram_rate *= closed_loop_utilisation(self)
         # the per-stage cost: before its first transfer a work-group sets up each stage of its
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
         # prologue iteration), stage_instr instructions a wavefront each, on the CU's pools

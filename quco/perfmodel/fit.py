@@ -244,10 +244,10 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
 
 def loaded_share(m: Machine, work: Work, tile: int, slots: int, occ: int) -> float:
     """The DRAM share's utilisation the measured (tile, slots) reaches with `occ` resident
-    (dram_load.loaded_share) where the model runs the DRAM at it (dram_queueing 3); else 1."""
-    if m.dram_queue_mode != 3:
+    (dram_load.closed_loop_utilisation) where the model runs the DRAM at it (dram_queueing 3, 4); else 1."""
+    if m.dram_queue_mode not in (3, 4):
         return 1.0
-    return dram_load.loaded_share(measured_model(m, work, tile, slots, occ))
+    return dram_load.closed_loop_utilisation(measured_model(m, work, tile, slots, occ))
 
 
 def measured_model(m: Machine, work: Work, tile: int, slots: int, occ: int) -> Model:
@@ -278,7 +278,7 @@ def _stream_stage(m: Machine, rows: list[Measurement], kernels, size: str, share
     return {k: got[k] for k in ("dram_queue_cycles", "dram_stream_cost")}, used
 
 
-# ------------------------------------------------ the stream cost and S jointly, dram_queueing 3
+# ------------------------------------------------ the stream cost and S jointly, dram_queueing 3, 4
 def with_service(m: Machine, s_cycles: float) -> Machine:
     """`m` with the DRAM's service time S (cycles; the one place that names its Machine field)."""
     return dataclasses.replace(m, dram_queue_service=float(s_cycles))
@@ -287,6 +287,12 @@ def with_service(m: Machine, s_cycles: float) -> Machine:
 def service(m: Machine) -> float:
     """The DRAM's service time S of `m` (cycles)."""
     return m.dram_queue_service
+
+
+def share_mode(m: Machine, share) -> Machine:
+    """`m` run with the dram_queueing a joint stream stage fits under (sharefit.fit_share 3,
+    sharefit.fit_mva 4: its dram_queue_mode)."""
+    return dataclasses.replace(m, dram_queue_mode=getattr(share, "dram_queue_mode", 3))
 
 
 def with_constants(m: Machine, c: dict) -> Machine:
@@ -365,15 +371,15 @@ def inflight_floor(m: Machine, gst: bytes, rows: list[Measurement], lo_kib: int 
 
 def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share=None) -> tuple[dict, dict]:
     """Both stages on the rows of `kernels`: (constants, {constant: rows that set it}). share:
-    the stream stage (sharefit.fit_share: S and the stream cost together, `m` run with
-    dram_queueing 3; passed in, as sharefit reads this module's row rules)."""
+    the stream stage (sharefit.fit_share or fit_mva: S and the stream cost together, `m` run with
+    dram_queueing 3 or 4, share_mode; passed in, as sharefit reads this module's row rules)."""
     stage, stage_used = fit_stage(m, rows, kernels)
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
     joint = share is not None
     if joint:
-        m = dataclasses.replace(m, dram_queue_mode=3)
+        m = share_mode(m, share)
     streams, stream_used = _stream_stage(m, rows, kernels, "big", share)
     c.update(streams)
     # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
@@ -394,7 +400,7 @@ def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], share=None) -
     """For each kernel family: fit without it, then compare on it (share: fit's)."""
     out = []
     if share is not None:
-        m = dataclasses.replace(m, dram_queue_mode=3)
+        m = share_mode(m, share)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
         c, _ = fit(m, gst, rows, rest, share)
@@ -436,10 +442,10 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
     The stream cost's bound counts the launch, fitted after it: the stages repeat from the
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
     value it printed, which closes that loop). share: the stream stage as in `fit`, from the
-    GST's S (dram_queueing 3)."""
+    GST's S (dram_queueing 3 or 4, share_mode)."""
     joint = share is not None
     if joint:
-        m = dataclasses.replace(m, dram_queue_mode=3)
+        m = share_mode(m, share)
     train = [r for r in rows if r.size == size]
     base = prior(m)
     c, used = _constants(base), {}
@@ -481,7 +487,7 @@ def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMP
     for size in sizes:
         c, used = fit_size(m, gst, rows, size, kernels, share)
         held = [r for r in rows if r.size != size]
-        mm = dataclasses.replace(m, dram_queue_mode=3) if share is not None else m
+        mm = share_mode(m, share) if share is not None else m
         for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})

@@ -41,7 +41,7 @@ RANGES = {
     "barrier_bytes": (0, 1 << 16, True, "bytes of one barrier kept in the LDS (0: barriers are a per-CU count)"),
     "att_inflight_lines": (0, 1 << 20, True, "cache-line requests a CU's ATT may have outstanding (0: no limit)"),
     "load_inflight_lines": (0, 1 << 20, True, "cache-line requests a CU's own loads (NoATT) may have outstanding (0: no limit)"),
-    "dram_queueing": (0, 3, True, "a DRAM round trip grows under load (M/M/1, S = the DRAM part of the idle round trip): 0 no (an ideal DRAM), 1 from the configuration's bytes in flight, 2 from the simulated utilisation, 3 the DRAM share at the utilisation the closed loop of those bytes reaches"),
+    "dram_queueing": (0, 4, True, "a DRAM round trip grows under load (M/M/1, S = the DRAM part of the idle round trip): 0 no (an ideal DRAM), 1 from the configuration's bytes in flight, 2 from the simulated utilisation, 3 the DRAM share at the utilisation the closed loop of those bytes reaches (open-queue form), 4 the same by exact Mean Value Analysis"),
     "load_release_cycles": (0, 1 << 16, False, "cycles of a NoATT load's round trip outside the L1, during which its entry is already free"),
     "dram_stream_cost": (0, 1, False, "DRAM rate lost per concurrent sequential stream, 1 / (1 + cost x streams)"),
     "wg_turnover_ns": (0, 1_000_000, False, "ns from a work-group's end to the next one's start on its slot (at most 1 ms)"),

@@ -121,7 +121,8 @@ class Machine:
                                        # (memory.loaded_delay, memory.queue_delay)
     dram_queue_mode: int = 0           # 0: an ideal DRAM (no delay); 1: u from the configuration's bytes
                                        # in flight (a closed loop, once); 2: from the simulated utilisation;
-                                       # 3: the DRAM share runs at the closed loop's u (no delay added)
+                                       # 3: the DRAM share runs at the closed loop's u (no delay added);
+                                       # 4: the same u by exact MVA (memory.mva_utilisation)
     load_release: float = 0.0          # cycles of a load's round trip outside the L1 (the CU's issue
                                        #   pipeline, the return): its entry is free that long before
                                        #   the data is at the CU (the L1 frees it when it responds)
