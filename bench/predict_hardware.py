@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     try:
         grid = work_groups(args.work_groups)
         atomic.check_target(args.output)
-        rows = hardware.read(args.file)
+        rows, data = hardware.read_with_bytes(args.file)   # the rows and the bytes hashed below: one read
         check_label(args.label, grid, rows)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     header = [f"predicted by bench/predict_hardware.py: preset {args.gpu}, model at git commit {commit()}; made before "
               f"any measurement of these rows on that GPU, except the rows {source.name} itself holds (the "
               "model's constants may be fitted on those)",
-              f"grid of {source.name} (sha256 {hashlib.sha256(source.read_bytes()).hexdigest()})"
+              f"grid of {source.name} (sha256 {hashlib.sha256(data).hexdigest()})"
               + ("".join(f"; {k or 'every kernel'} also at {', '.join(map(str, ns))} work-groups"
                          for k, ns in grid.items())),
               "time_us and gbps empty: nothing measured; model_us: the model's time (us); compare: "

@@ -11,7 +11,7 @@ import pytest
 
 from quco.gst import abi, codegen, tables
 from quco.host import fuzz, reference
-from quco.host.device import pack_record
+from quco.kernel.format import pack_record
 
 # ---------------------------------------------------------------- the GST layout and its version
 layout_fingerprint = abi.layout_fingerprint

@@ -1,7 +1,10 @@
 """quco-emu as a user runs it: output, JSON, exit codes, no tracebacks on bad input."""
 import contextlib
+import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,8 +221,54 @@ def test_user_text_is_shown_literally(tmp_path, capsys):
     k.write_text('{"name": "[/]", "compute_intensity": 1, '
                  '"queues": [{"type": "streaming", "length": 64, "elem_size": 2}]}')
     assert cli.main(["check", str(k)]) == 0
-    # rich wraps stdout at 100 columns when it is not a terminal: a long tmp_path splits the line
-    assert "ok ([/], 1 queues)" in capsys.readouterr().out.replace("\n", "")
+    assert f"{k}: ok ([/], 1 queues)" in capsys.readouterr().out.splitlines()
+
+
+PIPED = "import sys; from quco.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_piped_output_keeps_each_line_whole(tmp_path, elf_path):
+    """`quco-emu ... > file`, `| grep`, `| awk`: each line as the command made it, however long,
+    and a table's cells uncut (a pipe used to get rich's wrap at 100 columns: a line broken in
+    two, a no-wrap cell cut with "…")."""
+    folder = tmp_path / ("d" * 150)
+    folder.mkdir()
+    k, name = folder / "k.json", "a kernel " + "x" * 110
+    queue = "the rows of a rather long operand, named in sixty-four letters.."
+    k.write_text(json.dumps({"name": name, "compute_intensity": 1,
+                             "queues": [{"name": queue, "type": "streaming", "length": 4096, "elem_size": 4}]}))
+    assert len(queue) == 64   # the schema's longest queue name
+    for argv in (["check", k], ["launch", k, "--firmware", elf_path]):
+        done = subprocess.run([sys.executable, "-c", PIPED, *map(str, argv)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        lines = done.stdout.splitlines()
+        if argv[0] == "check":
+            assert lines == [f"{k}: ok ({name}, 1 queues)"]
+        else:
+            assert "…" not in done.stdout
+            row = [line for line in lines if queue in line]
+            assert len(row) == 1 and "│ streaming │" in row[0] and row[0].endswith("│")
+
+
+def test_a_terminal_keeps_its_width_and_a_pipe_gets_none(capsys):
+    """The console asks the file it writes to: a terminal wraps at its width (COLUMNS here),
+    anything else gets the line whole."""
+    from rich.text import Text
+    from quco.cli.common import _Console
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    line = " ".join(f"word{i}" for i in range(40))    # 270 characters
+    for file, width in ((Tty(), 60), (io.StringIO(), None)):
+        con = _Console(file=file, markup=False, emoji=False, highlight=False, _environ={"COLUMNS": "60", "TERM": "xterm"})
+        con.print(Text(line))
+        printed = file.getvalue().splitlines()
+        if width is None:
+            assert printed == [line]
+        else:
+            assert len(printed) > 1 and max(map(len, printed)) <= 60 and "".join(printed) == line
 
 
 def test_failed_pack_leaves_the_old_table(tmp_path, capsys, monkeypatch):
@@ -255,8 +304,6 @@ def test_import_names_a_fused_convolution_after_the_convolution(capsys, tmp_path
 
 
 def _terminal(monkeypatch, module):
-    import io
-
     from rich.console import Console
     buf = io.StringIO()
     monkeypatch.setattr(module, "err", Console(file=buf, force_terminal=True, width=100, highlight=False, markup=False))
@@ -278,7 +325,9 @@ def test_run_shows_progress_and_what_it_searches_on_a_terminal(capsys, monkeypat
     assert totals and " us on the model, 2 layers" in lines[totals[0]]         # the headline first
     speed = [line for line in lines if line.startswith("QuCo's speedup over ATT/Fine-Tuned ")]
     assert speed and speed[0].split()[4].endswith("x:")                         # ... its number right after
-    assert max(len(line) for line in lines[totals[0]:]) <= 100
+    # the totals, short lines as made (a pipe no longer wraps them), up to the baselines' search
+    end = next(i for i, line in enumerate(lines) if line.startswith("ATT/Fine-Tuned baselines: "))
+    assert max(len(line) for line in lines[totals[0]:end]) <= 100
 
 
 def test_the_dvfs_table_keeps_whole_layer_names_and_short_lines(capsys):

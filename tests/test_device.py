@@ -6,8 +6,8 @@ from conftest import MM_KERNEL
 from quco.gst import abi
 from quco.gst.abi import Status
 from quco.host import reference
-from quco.host.device import Device, DeviceError, describe, pack_record
-from quco.kernel.format import Kernel, KernelError, load_kernel
+from quco.host.device import Device, DeviceError, describe
+from quco.kernel.format import Kernel, KernelError, load_kernel, pack_record
 
 MM = MM_KERNEL
 

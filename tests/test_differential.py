@@ -12,8 +12,7 @@ from conftest import ALL_EXAMPLE_KERNELS, EXAMPLE_KERNELS
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
-from quco.host.device import pack_record
-from quco.kernel.format import load_kernel
+from quco.kernel.format import load_kernel, pack_record
 
 EXAMPLES = EXAMPLE_KERNELS
 EXAMPLES_DIR_R9 = EXAMPLE_KERNELS[0].parent
@@ -213,7 +212,6 @@ def test_boot_table_and_live_scan_agree_with_the_model(devices, gpu):
     """At the GST's clock the firmware looks the merit scan up in its boot-time table; at
     any other clock it scans live. Every table entry (Wfs 1..17 and beyond, each element
     size) is checked against the model, and the same launch one MHz off takes the live path."""
-    from quco.host.device import pack_record
     dev = devices(gpu)
     nominal = tables.unpack(dev.gst)["core_clock_mhz"]
     for wfs in list(range(1, 19)) + [40, 64]:

@@ -61,3 +61,27 @@ def test_a_one_step_tile_that_ran_past_its_buffers_counts_one_buffer_in_the_fit_
     work = Work.of(hardware.scaled_kernel("Matrix-Vector", row.work_groups))
     assert row.fits and hardware.measured_residency(H, work, 2048, 8) == 0
     assert fit._residency(H, work, row, data) == hardware.measured_residency(H, work, 2048, 1) >= 1
+
+
+def test_the_fit_finds_each_groups_unpipelined_tiles_once_and_as_the_group_alone_gives_them(monkeypatch):
+    """The shipped file: a pass over the rows (issue_rows, stream_rows, stage_groups) asks
+    unpipelined_tiles once for each (kernel, size, work-groups) at most, not once a row (which
+    rescanned every row for each: quadratic), and each row's residency is the one its group
+    alone gives (the rows filtered by kernel, size and work-groups, as hardware.points sees them)."""
+    data = hardware.read(hardware.DEFAULT_DATA)
+    tma = [r for r in data if r.variant == "att" and r.fits and r.tile and r.slots]
+    groups = {(r.kernel, r.size, r.work_groups) for r in tma}
+    real, calls = hardware.unpipelined_tiles, []
+    monkeypatch.setattr(fit, "unpipelined_tiles", lambda *a: calls.append(a) or real(*a))
+    for one_pass in (fit.issue_rows, fit.stream_rows, fit.stage_groups):
+        calls.clear()
+        assert one_pass(H, data)
+        assert 0 < len(calls) <= len(groups)
+    residency, unpipelined = fit._residencies(H, data), 0
+    for r in tma:
+        work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
+        group = [x for x in tma if (x.kernel, x.size, x.work_groups) == (r.kernel, r.size, r.work_groups)]
+        flat = real(H, work, group)
+        assert residency(work, r) == hardware.measured_residency(H, work, r.tile, r.slots, pipelined=r.tile not in flat)
+        unpipelined += bool(flat)
+    assert unpipelined   # the file has unpipelined tiles: the check above is not vacuous

@@ -5,7 +5,7 @@ import pytest
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
-from quco.host.device import pack_record
+from quco.kernel.format import pack_record
 
 S, T = abi.QUEUE_STREAMING, abi.QUEUE_STATIONARY
 

@@ -103,7 +103,7 @@ def test_run_a_bundled_workload_with_a_dvfs_trace(installed):
 def test_diff_every_preset_and_bundled_example(installed):
     r = run(installed, "quco-emu", "diff")
     assert r.returncode == 0, r.stderr
-    # the last column, "agree", of each table row (a long kernel name wraps onto a second line)
+    # the last column, "agree", of each table row (one line each: a pipe is not wrapped)
     agree = [cells[-2].strip() for cells in (line.split("│") for line in r.stdout.splitlines())
              if len(cells) > 5 and cells[-2].strip()]
     expected = len(tables.preset_names()) * len(list((ROOT / "quco" / "examples" / "kernels").glob("*.json")))

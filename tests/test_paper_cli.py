@@ -90,7 +90,7 @@ def test_the_terminal_gets_a_summary_and_the_table_only_when_asked(capsys, tmp_p
     lines = printed.splitlines()
     assert lines[0].startswith("scorecard: ") and "evidence claims reproduced (hold); 3 claims in all" in lines[0]
     assert any(line.strip().startswith("fitted") for line in lines)           # the weights, one line each
-    assert f"{tmp_path}/report.md explains every row" in printed.replace("\n", " ")
+    assert f"{tmp_path}/report.md explains every row" in printed
     assert "The QuCo paper, claim by claim" not in printed                     # no full table
     assert cli.main(["paper", "--claims", ids, "--workers", "1", "--table"]) == 0
     assert "The QuCo paper, claim by claim" in capsys.readouterr().out

@@ -27,8 +27,8 @@ from quco.emulator.soc import Soc
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import fuzz, reference
-from quco.host.device import Device, pack_record
-from quco.kernel.format import load_kernel
+from quco.host.device import Device
+from quco.kernel.format import load_kernel, pack_record
 
 f32 = np.float32
 R9 = tables.load("r9-nano")

@@ -9,8 +9,7 @@ import pytest
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import reference
-from quco.host.device import pack_record
-from quco.kernel.format import KernelError, parse_kernel
+from quco.kernel.format import KernelError, pack_record, parse_kernel
 
 Q = {"type": "streaming", "length": 4096, "elem_size": 2}
 PRESET = tomllib.loads((tables.PRESET_DIR / "r9-nano.toml").read_text())

@@ -4,6 +4,8 @@ bad input refused with nothing written."""
 from __future__ import annotations
 
 import csv
+import hashlib
+import os
 import re
 
 import pytest
@@ -43,6 +45,23 @@ def test_predictions_are_the_comparisons_model_in_the_measured_format(tmp_path):
     assert float(rows[2]["model_us"]) > float(rows[0]["model_us"])  # twice the work-groups, twice the bytes
     with pytest.raises(hardware.HardwareDataError, match="line 1: header"):  # not a measurement file
         hardware.read(out)
+
+
+def test_the_header_hashes_the_bytes_it_read_even_from_a_pipe(tmp_path):
+    """The grid's sha256 in the header is that of the bytes the rows came from: a file, and a
+    pipe (`<(...)`, /dev/fd/N), which a second read would find empty (e3b0c442..., no bytes)."""
+    data = ("\n".join(GRID) + "\n").encode()
+    src, out = tmp_path / "grid.csv", tmp_path / "pred.csv"
+    src.write_bytes(data)
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    try:
+        for grid in (str(src), f"/dev/fd/{r}"):
+            assert predict.main([grid, "--gpu", "h200", "-o", str(out)]) == 0
+            assert f"(sha256 {hashlib.sha256(data).hexdigest()})" in out.read_text().splitlines()[1]
+    finally:
+        os.close(r)
 
 
 def test_several_further_sizes_each_its_own_label(tmp_path):

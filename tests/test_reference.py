@@ -8,8 +8,8 @@ from conftest import EXAMPLES_DIR
 from quco.gst import abi, tables
 from quco.gst.abi import Status
 from quco.host import reference as ref
-from quco.host.device import decode_lds, pack_record
-from quco.kernel.format import load_kernel
+from quco.host.device import decode_lds
+from quco.kernel.format import load_kernel, pack_record
 
 EXAMPLES = EXAMPLES_DIR
 # QuCo Table III (shared/paper-data/quco-results.md): tile elements / streaming slots.

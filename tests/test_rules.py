@@ -6,7 +6,7 @@ import pytest
 
 from quco.gst import abi, tables
 from quco.host import fuzz, reference
-from quco.host.device import pack_record
+from quco.kernel.format import pack_record
 
 R9_NANO = "r9-nano"
 

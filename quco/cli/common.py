@@ -6,9 +6,8 @@ maps the errors of every command to the exit codes.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from ..gst import tables
 from ..util.userinput import int_option, printable
@@ -18,7 +17,25 @@ from ..kernel.format import partition_problems
 EXIT_MISMATCH, EXIT_INPUT, EXIT_STATUS, EXIT_FAULT, EXIT_FIRMWARE = 1, 2, 3, 4, 5
 EXIT_FIRMWARE_MISBEHAVED = 6
 DEFAULT_GPU = "r9-nano"
+# Width of a console that writes to a pipe or a file: no limit, in effect. A line comes out
+# whole, as produced (`> file`, `| grep`, `| awk`), and a table takes its natural width (its title
+# and caption still fit the table). A terminal keeps rich's own width (the terminal's).
+PIPE_WIDTH = 1 << 30
+
+
 class _Console(Console):
+    @property
+    def size(self) -> ConsoleDimensions:
+        """A terminal's or PIPE_WIDTH, by the file the console writes to now (main() may point
+        `out` at stderr): rich takes the size of whichever of stdin, stdout and stderr is a
+        terminal, so `quco-emu ... > file` typed in a terminal would wrap at its width."""
+        dims = super().size
+        try:
+            tty = self.file.isatty()
+        except (AttributeError, ValueError):  # no isatty, or closed
+            tty = False
+        return dims if tty else ConsoleDimensions(PIPE_WIDTH, dims.height)
+
     def on_broken_pipe(self) -> None:
         """rich's default exits 1 (the "disagree" code) with nothing said; main() ends a closed
         pipe (`quco-emu evaluate | head -1`) quietly with exit 0 instead."""
@@ -29,9 +46,8 @@ class _Console(Console):
 # markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
 # literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
 # take quadratic time on long text
-out = _Console(width=None if sys.stdout.isatty() else 100, markup=False, emoji=False, highlight=False)
-err = _Console(stderr=True, width=None if sys.stderr.isatty() else 100, markup=False, emoji=False,
-              highlight=False, soft_wrap=True)  # messages whole, for grep
+out = _Console(markup=False, emoji=False, highlight=False)
+err = _Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)  # messages whole, for grep
 
 
 def clock_mhz(text: str) -> float:

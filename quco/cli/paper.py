@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 import time
 
 from rich.progress import Progress
@@ -166,9 +165,7 @@ def cmd_paper(args) -> int:
                "reproduced": scorecard.summary_line(rows), "rows": rows}
         print(json.dumps(doc if changed is None else {**doc, "changes": changed, "removed": removed}, indent=2))
         return 0
-    # the ids are long: a file or pipe gets room for them (a terminal keeps its width); the
-    # project's console: a closed pipe (`| head -1`) ends quietly with exit 0, as everywhere
-    wide = common._Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False, highlight=False)
+    wide = common.out   # the ids are long: a file or pipe gets each row whole (a terminal keeps its width)
     if args.table:
         wide.print(_table(rows))
     if changed:

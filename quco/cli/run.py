@@ -261,8 +261,8 @@ def _totals(out, t, tot, summ, shared: bool) -> None:
              f"  layers {tot['run_ns'] / 1000:,.1f} us + exposed reconfiguration {tot['exposed_ns'] / 1000:,.2f} us "
              f"({100 * tot['exposed_fraction']:.2f}%)",
              f"  reconfiguration {tot['reconf_ns'] / 1000:,.1f} us in all: {tot['reconf_instructions']:,} instructions, "
-             f"{tot['reconf_cycles']:,} cycles; hidden behind the previous layer for {tot['hidden_layers']} of "
-             f"{tot['layers'] - 1}",
+             f"{tot['reconf_cycles']:,} cycles",
+             f"  reconfiguration hidden behind the previous layer for {tot['hidden_layers']} of {tot['layers'] - 1}",
              f"  cache hits {100 * tot['cache_hit_rate']:.1f}% ({tot['cache_hits']} of {tot['layers']} launches)"]
     if shared:
         lines.append(f"  the unit's queueing delay {tot['queueing_ns'] / 1000:,.2f} us in total, "
@@ -280,8 +280,8 @@ def _totals(out, t, tot, summ, shared: bool) -> None:
                 f"QuCo's speedup over ATT/Semi-Tuned {_x(summ['speedup_vs_semi'])}: Semi-Tuned {_ns(summ['semi_ns'])} us",
                 "  (QuCo's time includes its exposed reconfiguration; the baselines are set before the run)",
                 f"  per layer (geomean of run times) {_x(summ['geomean_layer_vs_fine'])} over Fine-Tuned, "
-                f"{_x(summ['geomean_layer_vs_semi'])} over Semi-Tuned; worst layer against Fine-Tuned: "
-                f"{summ['worst_layer_vs_fine']}"):
+                f"{_x(summ['geomean_layer_vs_semi'])} over Semi-Tuned",
+                f"  worst layer against Fine-Tuned: {summ['worst_layer_vs_fine']}"):
             out.print(Text(line))
 
 

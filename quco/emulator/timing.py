@@ -174,7 +174,8 @@ def operand_cycles(p: Profile, word: int, x, f) -> int:
     """The latency of an operand-timed instruction (operand_timed) from its operands, read
     through x(n) and f(n) (integer and FP register n as 32-bit patterns): a divide's issue
     cycles, an fdiv/fsqrt's result latency."""
-    (kind, first), *_ = regs = operand_registers(word)
+    regs = operand_registers(word)
+    kind, first = regs[0]
     if kind == "x":  # a divide: its divisor
         return div_cycles(p.issue["div"], word, x(first))
     return fdsu.cycles(word, f(first), f(regs[-1][1]))  # fsqrt's one operand twice: fdsu ignores b

@@ -21,8 +21,6 @@ from ..firmware import IMAGE as DEFAULT_FIRMWARE  # firmware/build/quco.elf, or 
 from ..gst import abi, tables
 from ..gst.abi import Status
 from ..kernel.format import DEFAULT_WAVEFRONTS, Kernel, check_values
-from ..kernel.format import pack_record as pack_record  # moved to kernel/format.py; tests and fuzz import it here
-
 
 
 QUCO_CLOCK_MHZ = 700       # QuCo Sec. VI: 700 MHz at 28 nm FDSOI

@@ -16,7 +16,7 @@ import random
 import struct
 
 from ..gst import abi, tables
-from .device import pack_record
+from ..kernel.format import pack_record
 
 U32_EDGES = (0, 1, 2, 3, 7, 8, 63, 64, 65, 127, 128, 255, 256, 1023, 1024, 65535, 65536,
              0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)

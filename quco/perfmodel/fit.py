@@ -90,13 +90,28 @@ def _att_rows(rows: list[Measurement], size: str, kernels) -> list[Measurement]:
     return [r for r in _clean(rows) if r.variant == "att" and r.fits and r.size == size and r.kernel in kernels]
 
 
+def _residencies(m: Machine, rows: list[Measurement]):
+    """residency(work, r): measured_residency of row `r` as hardware.points judges it: a tile
+    whose one-step loop was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x
+    size) holds one buffer a queue (pipelined=False), whatever its slots. The rows are grouped
+    once and each group's tiles found once, so a pass over the rows stays linear in them."""
+    groups: dict = {}
+    for x in rows:
+        if x.variant == "att" and x.fits and x.tile and x.slots:
+            groups.setdefault((x.kernel, x.size, x.work_groups), []).append(x)
+    flat: dict = {}
+
+    def residency(work: Work, r: Measurement) -> int:
+        key = (r.kernel, r.size, r.work_groups)
+        if key not in flat:
+            flat[key] = unpipelined_tiles(m, work, groups.get(key, []))
+        return measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat[key])
+    return residency
+
+
 def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
-    """measured_residency of row `r` as hardware.points judges it: a tile whose one-step loop
-    was not pipelined (unpipelined_tiles over the TMA rows of r's kernel x size) holds one
-    buffer a queue (pipelined=False), whatever its slots."""
-    group = [x for x in rows if x.variant == "att" and x.kernel == r.kernel and x.size == r.size
-             and x.work_groups == r.work_groups and x.fits and x.tile and x.slots]
-    return measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in unpipelined_tiles(m, work, group))
+    """One row's residency (_residencies); a pass over many rows takes _residencies once."""
+    return _residencies(m, rows)(work, r)
 
 
 def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
@@ -112,6 +127,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
     instruction count takes on the CU's pools)."""
     lo, hi = STAGE_SLOTS
     by: dict = {}
+    residency = _residencies(m, rows)
     for r in _att_rows(rows, size, kernels):
         if lo <= r.slots <= hi:
             by.setdefault((r.kernel, r.tile, r.work_groups), []).append(r)
@@ -121,7 +137,7 @@ def stage_groups(m: Machine, rows: list[Measurement], size: str = "big", kernels
         if len(rs) < 3 or any(r.time_us < ISSUE_BOUND * _dram_us(m, work, wgs_total) for r in rs):
             continue
         full = m.max_waves // (work.consumer_wavefronts + 1)
-        if any(_residency(m, work, r, rows) < full for r in rs):
+        if any(residency(work, r) < full for r in rs):
             continue
         slope = float(np.polyfit([r.slots for r in rs], [r.time_us for r in rs], 1)[0])
         wgs = per_cu(m, wgs_total)
@@ -161,14 +177,14 @@ def stage_cross(m: Machine, rows: list[Measurement]) -> list[dict]:
 
 def issue_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=COMPARED) -> list[tuple]:
     """The issue-bound rows: (measurement, [1, descriptors, stores], instructions per step)."""
-    out = []
+    out, residency = [], _residencies(m, rows)
     for r in _att_rows(rows, size, kernels):
         if r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         if r.time_us < ISSUE_BOUND * _dram_us(m, work, r.work_groups):
             continue
-        if _residency(m, work, r, rows) < m.max_waves // (work.consumer_wavefronts + 1):
+        if residency(work, r) < m.max_waves // (work.consumer_wavefronts + 1):
             continue  # occupancy-bound (its LDS keeps work-groups out), not issue-bound
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         wgs = per_cu(m, r.work_groups)
@@ -198,14 +214,14 @@ def fit_chain(m: Machine, rows: list[Measurement], launch_ns: float, size: str =
     on 132 CUs), so a step of an issue-bound row (tile <= 256, >= MIN_SLOTS slots) takes the
     chain of its instructions, not the CU's throughput: cycles per instruction = (measured -
     launch) x clock / (steps x instructions per step); the median over the rows."""
-    per, used = [], []
+    per, used, residency = [], [], _residencies(m, rows)
     for r in _att_rows(rows, size, kernels):
         if r.tile > 256 or r.slots < MIN_SLOTS:
             continue
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
         cfg = Config(r.tile, (r.slots,) * len(work.queues))
         wgs = per_cu(m, r.work_groups)
-        if _residency(m, work, r, rows) < wgs:
+        if residency(work, r) < wgs:
             continue
         steps, descs, stores, per_instr = _step_terms(m, work, r.tile)
         instrs = m.step_instr + m.queue_instr * descs + m.store_instr * stores
@@ -226,7 +242,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     """(measurement, concurrent streams, relative excess over the sustained DRAM bound) for the
     big grid's bandwidth-bound rows of kernels whose every byte goes to DRAM (no shared
     operand), as the model counts streams: CUs x resident work-groups x (operands + stores)."""
-    out = []
+    out, residency = [], _residencies(m, rows)
     for r in _att_rows(rows, size, kernels):
         if r.tile < STREAM_TILE:
             continue
@@ -234,7 +250,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
         if any(work.sharers(i) > 1 for i in range(len(work.queues))):
             continue
         wgs = per_cu(m, r.work_groups)
-        occ = min(_residency(m, work, r, rows), wgs)
+        occ = min(residency(work, r), wgs)
         _, _, stores, _ = _step_terms(m, work, r.tile)
         streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
         bound_us = _dram_us(m, work, r.work_groups) / loaded_share(m, work, r.tile, r.slots, occ) + m.launch / m.clock_mhz

@@ -90,9 +90,16 @@ def _time(path, line: int, text: str) -> float | None:
 
 def read(path) -> list[Measurement]:
     """Every row of a measurement file, checked; raises HardwareDataError on the first bad one."""
+    return read_with_bytes(path)[0]
+
+
+def read_with_bytes(path) -> tuple[list[Measurement], bytes]:
+    """read's rows and the bytes they were parsed from (one read: a caller that records the
+    file's sha256 hashes what it parsed, even from a pipe)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise HardwareDataError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     reader = csv.reader(text.splitlines())
@@ -124,7 +131,7 @@ def read(path) -> list[Measurement]:
             _whole(path, line, "smem_required", r["smem_required"], 1, 1 << 40)))
     if not out:
         raise HardwareDataError(f"{path}: no measurement rows after the header")
-    return out
+    return out, data
 
 
 def regrid(k, work_groups: int):
