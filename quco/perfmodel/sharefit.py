@@ -16,7 +16,7 @@ import numpy as np
 from scipy import optimize
 
 from .dram_load import closed_loop, utilisation_at
-from .fit import _dram_us, _residency, measured_model, stream_rows
+from .fit import _dram_us, _residencies, measured_model, stream_rows
 from .hardware import COMPARED, Measurement, scaled_kernel
 from .params import Machine
 from .residency import per_cu
@@ -29,10 +29,10 @@ def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     its share's rate, from dram_load.closed_loop (neither depends on S); w = 0 where nothing is in
     flight (share 1)."""
     m0 = dataclasses.replace(m, dram_queue_mode=0)
-    out = []
+    out, residency = [], _residencies(m, rows)
     for r, streams, _ in stream_rows(m0, rows, size, kernels):
         work = Work.of(scaled_kernel(r.kernel, r.work_groups))
-        occ = min(_residency(m, work, r, rows), per_cu(m, r.work_groups))
+        occ = min(residency(work, r), per_cu(m, r.work_groups))
         r0, w = closed_loop(measured_model(m0, work, r.tile, r.slots, occ))
         out.append((r, streams, _dram_us(m, work, r.work_groups), m.launch / m.clock_mhz, r0, w))
     return out
