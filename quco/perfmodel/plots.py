@@ -19,7 +19,7 @@ from matplotlib import colormaps, rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ..util.atomic import atomic_path
 
@@ -256,7 +256,9 @@ def hardware(results: list[dict], out_dir, stem: str = "hardware") -> list[Path]
             ax.scatter([mb.model_us], [mb.measured_us], marker="x", s=40, color="black", lw=1.0)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            for axis in (ax.xaxis, ax.yaxis):  # decade labels only: minor ones overlap
+            for axis in (ax.xaxis, ax.yaxis):  # labels at 1, 2, 5 x 10^k: a panel may span less than a decade
+                axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 axis.set_minor_formatter(NullFormatter())
             ax.set_xlim(lo, hi)
             ax.set_ylim(lo, hi)
