@@ -232,7 +232,7 @@ class Model:
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
         # behind it, until earlier tiles are in (_admit)
         self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
-                                          self.m.lat_att, whole=g.shared)
+                                          self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1
         self.latency_sum += done - now
         if self.tracing:
@@ -361,13 +361,13 @@ class Model:
         per_instr = const("NOATT_BYTES_PER_INSTR")
         for p, k, phase_end, step_bytes, _, loads in self._walk(first_wg):
             t0 = env.now
-            parts = [(b, h, g.shared) for _, g, b, h in loads]
+            parts = [(b, h) for _, _, b, h in loads]
             # the consumers issue the loads (and, once in, the LDS writes): SIMD time
             staging = 2 * math.ceil(step_bytes / per_instr) * self.m.wave_instr / self.active_pools
             yield from self._compute(slot, k, staging)
             issue = env.now
             # each load waits for room under the CU's limit on bytes in flight (_admit)
-            done = max(self._fetch(b, h, issue, 0.0, whole=shared)[1] for b, h, shared in parts)
+            done = max(self._fetch(b, h, issue, 0.0)[1] for b, h in parts)
             self.transfers += 1
             self.latency_sum += done - issue
             yield env.timeout(done - env.now)
