@@ -230,7 +230,9 @@ class Model:
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
-        # behind it, until earlier tiles are in (_admit)
+        # behind it, until earlier tiles are in (_admit). A shared operand's tile mixes its L2 and
+        # DRAM round trips in serial steps only (in every step: evaluated, not shipped, in-step
+        # sharers wait on the pending miss; docs/perf-model.md, "A shared operand's tile, whole")
         self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
                                           self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1
@@ -366,7 +368,8 @@ class Model:
             staging = 2 * math.ceil(step_bytes / per_instr) * self.m.wave_instr / self.active_pools
             yield from self._compute(slot, k, staging)
             issue = env.now
-            # each load waits for room under the CU's limit on bytes in flight (_admit)
+            # each load waits for room under the CU's limit on bytes in flight (_admit); a shared
+            # operand's tile arrives with its last line, as in a pipelined ATT step (_issue)
             done = max(self._fetch(b, h, issue, 0.0)[1] for b, h in parts)
             self.transfers += 1
             self.latency_sum += done - issue
