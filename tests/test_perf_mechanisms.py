@@ -14,7 +14,7 @@ import pytest
 
 from quco.gst import tables
 from quco.perfmodel.memory import hit_fractions
-from quco.perfmodel.params import description, machine
+from quco.perfmodel.params import const, description, machine
 from quco.perfmodel.residency import occupancy
 from quco.perfmodel.cu_model import Model
 from quco.perfmodel.sim import simulate
@@ -175,6 +175,39 @@ def test_fewer_concurrent_streams_stream_faster():
     assert c > 0
     assert (three.cycles - H.launch) / (one.cycles - H.launch) == pytest.approx(
         (1 + c * 3 * 2 * H.cus) / (1 + c * 2 * H.cus), rel=0.01)
+
+
+@pytest.mark.parametrize("mode, serial", [("att", True), ("att", False), ("noatt", False)])
+def test_a_shared_operands_tile_mixes_its_round_trips_in_a_serial_step_only(mode, serial):
+    """An operand that 4 work-groups read (fitting the L2: hit h = 1 - 1/4). In a serial step
+    (Config.serial: the measured unpipelined loop) its tile is found whole in the L2 or brought
+    whole from DRAM: the expected round trip h x L2 + (1 - h) x DRAM. Elsewhere (pipelined ATT,
+    NoATT) the tile arrives with its last line: a DRAM round trip (the whole-tile rule in every
+    step was evaluated and not shipped: docs/perf-model.md, "A shared operand's tile, whole").
+    One work-group a CU, one slot, 128-byte tiles: each step waits for its tile on idle pipes,
+    so against the same operand read by nobody else (every tile a DRAM round trip) a step is
+    shorter by the two round trips' difference. R9 Nano, per CU 8 B/cycle of DRAM at the
+    128-byte descriptor's efficiency 128 / (128 + 16) and 16 B/cycle of L2; own: 450 + 128 B of
+    DRAM (18) = 468; mixed: 0.75 x (300 + 96 B of L2 (6)) + 0.25 x (450 + 32 B of DRAM (4.5)) =
+    343.1, 124.9 a step shorter; last line: 450 + 128 B of L2 (8) = 458, 10 a step shorter."""
+    n, h, tile_bytes = 256, 0.75, 128
+    assert M.dram_stream_cost == 0 and M.att_inflight == 0  # (R9 Nano: no stream cost, no limit)
+    dram_rate = M.dram_bytes_per_cycle / M.cus * tile_bytes / (tile_bytes + const("DRAM_ROW_OVERHEAD_BYTES"))
+    l2_rate = M.l2_bytes_per_cycle / M.cus
+    assert l2_rate < const("FABRIC_BYTES_PER_CYCLE")  # the L2 share, not the fill path, sets a hit's time
+    own_trip = M.lat_dram + tile_bytes / dram_rate
+    mixed = (h * (M.lat_l2 + h * tile_bytes / l2_rate)
+             + (1 - h) * (M.lat_dram + (1 - h) * tile_bytes / dram_rate))
+    last_line = M.lat_dram + max((1 - h) * tile_bytes / dram_rate, tile_bytes / l2_rate)
+
+    def run(sharers):
+        w = Work("x", (Queue(n * 64, STREAMING, 2, sharers=sharers),), 0.0, 7, work_groups=M.cus)
+        return simulate(M, w, Config(64, (1,), serial=serial), mode=mode, exact=True)
+    shared, own = run(4), run(1)
+    assert (shared.l2_hit, own.l2_hit) == (pytest.approx(h), 0.0)
+    assert (own.cycles - shared.cycles) / n == pytest.approx(own_trip - (mixed if serial else last_line), rel=0.01)
+    # either way the DRAM moved the missing quarter of the bytes only (both parts reserve the pipes)
+    assert shared.dram_gbps * shared.ns == pytest.approx((1 - h) * own.dram_gbps * own.ns, rel=1e-9)
 
 
 def test_a_grid_of_256_on_132_cus_runs_two_waves_worth():

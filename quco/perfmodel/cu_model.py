@@ -52,6 +52,21 @@ EXTENSIVE = ("cycles", "dram_bytes", "busy", "stall_producer", "stall_consumer",
              "transfers", "moved", "hit_bytes")
 
 
+def stores(m: Machine, work: Work, tile: int) -> int:
+    """Stores a step makes: 1 when its share of the results is at least a cache line (streaming
+    kernels); 0 for a reduction, which writes once at the end, spread thin over the steps."""
+    steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
+    return 1 if work.output_bytes / (work.passes * steps) >= m.cache_line else 0
+
+
+def dram_streams(m: Machine, work: Work, tile: int, occ: int) -> int:
+    """Concurrent sequential DRAM streams on the GPU with `occ` work-groups resident on each CU
+    that gets work: each reads each of its operands and writes its results in its own stream
+    (the model's stream cost and fit.stream_rows count them so)."""
+    operands = len({work.operand(i) for i in range(len(work.queues))})
+    return min(m.cus, work.work_groups or m.cus) * occ * (operands + stores(m, work, tile))
+
+
 class Model:
     """The busiest CU running its share of the grid (the module's docstring): build it, `run`
     it, and `outcome` turns the run's totals into an Outcome."""
@@ -95,13 +110,9 @@ class Model:
         self.release = m.load_release if mode == "noatt" else 0.0
         self.pending: list = []
         self.pending_bytes = self.admitted = 0.0
-        # a step stores its results when its share of them is at least a cache line (streaming
-        # kernels); a reduction writes once at the end, spread thin over the steps
-        self.stores = 1 if self.out_per_step >= m.cache_line else 0
-        # concurrent sequential DRAM streams on the GPU: each resident work-group reads each of
-        # its operands and writes its results in its own stream; interleaved streams cost the
-        # DRAM row-buffer locality, dram_stream_cost of its rate each
-        streams = self.cus_used * self.occ * (len({work.operand(i) for i in range(len(work.queues))}) + self.stores)
+        self.stores = stores(m, work, cfg.tile)
+        # interleaved DRAM streams cost the DRAM row-buffer locality, dram_stream_cost of its rate each
+        streams = dram_streams(m, work, cfg.tile, self.occ)
         self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
         # latency under load from the simulated utilisation (dram_queue_mode 2; not in the ideal
         # run): the DRAM share then keeps its service intervals, and _fetch reads them over the
@@ -219,7 +230,9 @@ class Model:
         # The CU's one ATT unit takes the group's descriptors in turn; the producer does
         # not wait for it (the descriptors queue in the unit).
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
-        # behind it, until earlier tiles are in (_admit)
+        # behind it, until earlier tiles are in (_admit). A shared operand's tile mixes its L2 and
+        # DRAM round trips in serial steps only (in every step: evaluated, not shipped, in-step
+        # sharers wait on the pending miss; docs/perf-model.md, "A shared operand's tile, whole")
         self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
                                           self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1
@@ -355,7 +368,8 @@ class Model:
             staging = 2 * math.ceil(step_bytes / per_instr) * self.m.wave_instr / self.active_pools
             yield from self._compute(slot, k, staging)
             issue = env.now
-            # each load waits for room under the CU's limit on bytes in flight (_admit)
+            # each load waits for room under the CU's limit on bytes in flight (_admit); a shared
+            # operand's tile arrives with its last line, as in a pipelined ATT step (_issue)
             done = max(self._fetch(b, h, issue, 0.0)[1] for b, h in parts)
             self.transfers += 1
             self.latency_sum += done - issue

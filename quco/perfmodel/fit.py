@@ -45,7 +45,7 @@ from .hardware import (COMPARED, Measurement, compare, lifted, measured_config, 
 from . import dram_load
 from .params import Machine
 from .residency import per_cu
-from .cu_model import Model
+from .cu_model import Model, dram_streams
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -251,8 +251,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
             continue
         wgs = per_cu(m, r.work_groups)
         occ = min(residency(work, r), wgs)
-        _, _, stores, _ = _step_terms(m, work, r.tile)
-        streams = min(m.cus, r.work_groups) * occ * (len({work.operand(i) for i in range(len(work.queues))}) + stores)
+        streams = dram_streams(m, work, r.tile, occ)
         bound_us = _dram_us(m, work, r.work_groups) / loaded_share(m, work, r.tile, r.slots, occ) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
