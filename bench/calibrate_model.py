@@ -369,7 +369,7 @@ def inflight(path: str) -> None:
     SM's ATT limit, on all rows and on each kernel family alone (fit.inflight_floor), then the
     paper side with MGPUSim's L1V limits (lines of 64 bytes) put on the ATT's path or on the
     wavefronts' own loads (NoATT): 16 concurrent transactions (the versions the paper can have
-    used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model.md, "What MGPUSim's
+    used), 32 MSHRs (2026), a 128-entry reorder buffer; docs/perf-model-not-shipped.md, "What MGPUSim's
     source says about NoATT"."""
     from quco.perfmodel import fit as hwfit
     gst, m, h100 = measured(path, "h100-sxm")  # not `rows`: the paper side below calls rows()
@@ -399,7 +399,7 @@ def inflight(path: str) -> None:
 
 
 def loaded(path: str, gpu: str = "h100-sxm") -> None:
-    """Latency under load (docs/perf-model.md, "Latency under load"): the round trip each measured
+    """Latency under load (docs/perf-model-not-shipped.md, "Latency under load"): the round trip each measured
     streaming row implies (reads in flight an SM, Triton's slots - 1 tiles a queue of the resident
     work-groups, over the SM's read rate, the launch taken off) by DRAM utilisation, beside the
     M/M/1 round trip R0 + S u / (1 - u); then the #29 figures per S and way of finding u (S 0: the
@@ -461,7 +461,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
 
 
 def share(path: str, gpu: str = "h100-sxm") -> None:
-    """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model.md, "What
+    """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model-results.md, "What
     is still missed": evaluated, not shipped): the #29 figures per S and stream cost with the other
     constants as shipped, then with the stream cost refitted (fit.fit_streams, u in its bound)."""
     gst, m, rows = measured(path, gpu)
@@ -496,7 +496,7 @@ def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
     rows, the rows fit_streams uses; every other constant refitted around them by
     fit.fit(share=share)): the constants and their rows, the #29 figures against the shipped model,
     leave one kernel family out and leave one grid size out beside the shipped fit's, and the
-    acceptance rule of docs/perf-model.md ("Latency under load") applied."""
+    acceptance rule of docs/perf-model-not-shipped.md ("Latency under load") applied."""
     from quco.perfmodel import fit as hwfit, sharefit
     share = share or sharefit.fit_share
     mode = share.dram_queue_mode
@@ -554,10 +554,11 @@ def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
 
 
 def mva(path: str, gpu: str = "h100-sxm") -> None:
-    """dram_queueing 4, the DRAM share at exact MVA's utilisation of the closed loop (docs/perf-model.md,
-    "Latency under load"): the curve beside mode 3's open-queue form; (a) S from the GST (lat_dram -
-    lat_l2), nothing fitted, the other constants as shipped; (b) S and the stream cost fitted jointly
-    (share_fit with sharefit.fit_mva: both leave-outs, the rule)."""
+    """dram_queueing 4, the DRAM share at exact MVA's utilisation of the closed loop
+    (docs/perf-model-not-shipped.md, "Latency under load"): the curve beside mode 3's open-queue
+    form; (a) S from the GST (lat_dram - lat_l2), nothing fitted, the other constants as shipped;
+    (b) S and the stream cost fitted jointly (share_fit with sharefit.fit_mva: both leave-outs, the
+    rule)."""
     from quco.perfmodel import sharefit
     from quco.perfmodel.memory import loaded_utilisation, mva_utilisation
     gst, m, rows = measured(path, gpu)

@@ -183,7 +183,8 @@ def test_a_shared_operands_tile_mixes_its_round_trips_in_a_serial_step_only(mode
     (Config.serial: the measured unpipelined loop) its tile is found whole in the L2 or brought
     whole from DRAM: the expected round trip h x L2 + (1 - h) x DRAM. Elsewhere (pipelined ATT,
     NoATT) the tile arrives with its last line: a DRAM round trip (the whole-tile rule in every
-    step was evaluated and not shipped: docs/perf-model.md, "A shared operand's tile, whole").
+    step was evaluated and not shipped: docs/perf-model-not-shipped.md, "A shared operand's tile,
+    whole, in every step").
     One work-group a CU, one slot, 128-byte tiles: each step waits for its tile on idle pipes,
     so against the same operand read by nobody else (every tile a DRAM round trip) a step is
     shorter by the two round trips' difference. R9 Nano, per CU 8 B/cycle of DRAM at the

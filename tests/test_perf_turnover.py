@@ -1,6 +1,6 @@
 """The turnover between consecutive work-groups on one slot (`wg_turnover_ns`, issue #29): the
 model against a time worked out by hand, and its fit on the H100 rows (quco/perfmodel/turnover.py).
-The presets carry 0 (docs/perf-model.md, "The turnover between work-groups": the paper grid's
+The presets carry 0 (docs/perf-model-not-shipped.md, "The turnover between work-groups": the paper grid's
 value does not carry to the big grid), so these tests set it themselves."""
 from __future__ import annotations
 

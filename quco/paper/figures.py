@@ -219,7 +219,7 @@ def _noise_sentence(sources) -> str:
     each = ", ".join(f"{n['sigma_pct']:.2f}% at the {n['size']} size ({n['pairs']} pairs, {n['glitches']} glitches)"
                      for n in noise)
     return (f" The file's own noise, from twin kernels that move the same bytes (Elementwise, Sumvectors): {each} a "
-            "measurement, far below the targets' 2% (the 9-12 us kernels carry more: docs/perf-model.md, \"How "
+            "measurement, far below the targets' 2% (the 9-12 us kernels carry more: docs/perf-model-results.md, \"How "
             "precise the measurements are\").")
 
 

@@ -133,7 +133,7 @@ class Model:
         # (not in the ideal run: its slots hold whole passes, cut in a step window, and the bound's
         # DRAM is as ideal as its LDS)
         self.lat_dram = m.lat_dram + (loaded_dram_delay(self) if m.dram_queue_mode == 1 and mode != "ideal" else 0.0)
-        if m.dram_queue_mode in (3, 4) and mode != "ideal":  # (evaluated, not shipped: docs/perf-model.md)
+        if m.dram_queue_mode in (3, 4) and mode != "ideal":  # (evaluated, not shipped: docs/perf-model-not-shipped.md)
             self.pipes.dram_rate *= closed_loop_utilisation(self)
         # the per-stage cost: before its first transfer a work-group sets up each stage of its
         # pipeline (the deepest queue's slots: a barrier initialised, later invalidated, a
@@ -232,7 +232,8 @@ class Model:
         # Past the CU's limit on bytes in flight the unit holds the descriptor, and those
         # behind it, until earlier tiles are in (_admit). A shared operand's tile mixes its L2 and
         # DRAM round trips in serial steps only (in every step: evaluated, not shipped, in-step
-        # sharers wait on the pending miss; docs/perf-model.md, "A shared operand's tile, whole")
+        # sharers wait on the pending miss; docs/perf-model-not-shipped.md, "A shared operand's
+        # tile, whole, in every step")
         self.att_free, done = self._fetch(nbytes, hit, max(now, self.att_free) + self.att_cost[g.first] * share,
                                           self.m.lat_att, whole=g.shared and self.cfg.serial)
         self.transfers += 1

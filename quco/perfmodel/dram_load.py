@@ -1,5 +1,5 @@
 """The DRAM round trip under load, for a configuration on the model of one CU (`dram_queueing`
-1, 3 and 4, off in every preset: evaluated on the H100, docs/perf-model.md). The closed loop of
+1, 3 and 4, off in every preset: evaluated on the H100, docs/perf-model-not-shipped.md). The closed loop of
 the configuration's reads in flight sets the DRAM share's utilisation (3: memory.loaded_utilisation,
 the open-queue form; 4: memory.mva_utilisation, exact MVA) and the round trip's queueing delay
 (1: memory.loaded_delay); `dram_queueing` 2 takes the

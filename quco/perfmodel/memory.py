@@ -14,7 +14,7 @@ bytes take to arrive through the CU's share of the L2, the DRAM and the fill pat
   bytes have gone through.
 - **Latency.** ATT latency (ATT mode) plus an L2 round trip if every byte hits, else a DRAM
   round trip (the tile is complete when its last line is). Under load (`dram_queueing`, off in
-  every preset: evaluated on the H100, docs/perf-model.md) the DRAM round trip grows as an M/M/1
+  every preset: evaluated on the H100, docs/perf-model-not-shipped.md) the DRAM round trip grows as an M/M/1
   station's, S = the DRAM's part of the idle round trip: loaded_delay, queue_delay; or the DRAM
   share runs at the utilisation such a closed loop reaches: (3) loaded_utilisation, the
   open-queue form; (4) mva_utilisation, exact Mean Value Analysis of the closed loop.

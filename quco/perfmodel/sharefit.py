@@ -1,4 +1,4 @@
-"""dram_queueing 3 and 4 calibrated jointly (issue #29; evaluated, not shipped: docs/perf-model.md,
+"""dram_queueing 3 and 4 calibrated jointly (issue #29; evaluated, not shipped: docs/perf-model-not-shipped.md,
 "Latency under load"): the DRAM's service time S and the stream cost by least squares of
 log(model / measured) over the bandwidth-bound rows fit.stream_rows picks, the model there being
 the DRAM bound at the closed loop's utilisation u(S) (dram_load.closed_loop_utilisation: 3 the

@@ -17,7 +17,7 @@ hides the gap, less where the DRAM pipe still carries the first work-group's pos
 The turnover is the non-negative least-squares solution over the pairs (`fit_turnover`).
 
 Not shipped (the presets carry 0): fitted on the paper grid it is about 1.3 us, on the big grid
-about 0.0-0.2 us a work-group (docs/perf-model.md, "The turnover between work-groups"). The
+about 0.0-0.2 us a work-group (docs/perf-model-not-shipped.md, "The turnover between work-groups"). The
 constant does not carry between grid sizes, so what the paper grid's occupancy-1 rows pay is
 not a cost per work-group.
 """
