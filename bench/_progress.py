@@ -1,9 +1,9 @@
 """Progress of a long bench script, on stderr only: stdout (the figures) stays byte for byte what
 it was without it, so `bench/x.py > out.txt` and `| diff` see the same text as before.
 
-Drawn with the CLI's stderr console (quco.cli.common.err, the one `quco-emu run`, `paper` and
-`evaluate` draw their bars with): on a terminal a transient rich bar (what runs now, step N of
-M, elapsed); without a terminal (a log, CI, a pipe) a few plain lines, one as the first step
+As `quco-emu run`, `paper` and `evaluate` draw theirs (rich, on stderr, quco.cli.common.err saying
+whether it is a terminal): on a terminal a transient rich bar (what runs now, step N of M,
+elapsed); without a terminal (a log, CI, a pipe) a few plain lines, one as the first step
 starts and one at each further quarter of the steps ("calibrate_model: fitting 3/7 (leave out
 Dot-Product)"), chosen by step number, not by time, so a log reads the same on any machine.
 
@@ -29,8 +29,10 @@ _open: list = []  # the Steps open now, innermost last (without a terminal a nes
 
 
 class Steps:
-    def __init__(self, name: str, what: str, total: int | None = None):
-        self.name, self.what, self.total = name, what, total
+    def __init__(self, name: str, what: str, total: int | None = None, thread: bool = True):
+        """thread=False: no drawing thread, the bar redrawn as a step starts only (a script that
+        measures speed: nothing runs beside what it times)."""
+        self.name, self.what, self.total, self.thread = name, what, total, thread
         self.done, self._printed, self._task, self._own, self._quiet = 0, -1, None, False, False
 
     def __enter__(self) -> "Steps":
@@ -40,13 +42,17 @@ class Steps:
         if not err.is_terminal:
             return self
         if _live is None:
+            from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                        TimeElapsedColumn)
             # stdout redirected through the bar only when it is the terminal too (lines then print
             # above the bar); a file or pipe on stdout is never touched. Twice a second: the
             # scripts that time themselves (process_time) pay next to nothing for the drawing.
+            # the bar on the stderr of now, pinned: hostile.py and fuzz.py swap sys.stderr to capture
+            # an in-process quco-emu's messages, and the refresh thread must not write into them
+            screen = Console(file=err.file, force_terminal=True, markup=False, emoji=False, highlight=False)
             _live = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=err, transient=True, refresh_per_second=2,
+                             TimeElapsedColumn(), console=screen, transient=True, refresh_per_second=2, auto_refresh=self.thread,
                              redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
             _live.start()
             self._own = True
@@ -81,7 +87,8 @@ class Steps:
             self.total = shown
         if self._task is not None:
             text = f"{self.name}: {self.what}" + (f" ({label})" if label else "")
-            _live.update(self._task, completed=completed, total=self.total, description=text)
+            _live.update(self._task, completed=completed, total=self.total, description=text,
+                         refresh=not _live.live.auto_refresh)
             return
         if self._quiet or err.is_terminal:
             return

@@ -31,6 +31,8 @@ from quco.perfmodel.residency import occupancy
 from quco.perfmodel.work import Config, Work, fits
 from rule_search import KERNELS, TABLE_III
 
+from _progress import Steps, step
+
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = {  # (GPU, QuCo Table III column as tile / slots in rule_search.KERNELS order)
     "R9 QuCo": ("r9-nano", TABLE_III["r9-nano"]),
@@ -68,6 +70,13 @@ MODEL_SWEEP = (("CU_SLOT_REF", (16, 24, 32, 48, 64)), ("MIN_BUFFERS", (1, 2, 4))
                ("LITTLE_SCALE", (0.03125, 0.0625, 0.125)),
                ("FALLBACK_SLOTS", (2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8, 16)),
                ("CI_LOW", (0.5, 1.0, 2.0)), ("CI_HIGH", (2.0, 4.0, 8.0)))
+PAPER_SWEEP = (("COST_A", (0, 0.01, 0.02, 0.0225, 0.1, 0.5, 1.0)),
+               ("LITTLE_SCALE", (0.03125, 0.05, 0.0625, 0.075, 0.125)),
+               ("CU_SLOT_REF", (16, 23, 24, 32, 44, 45, 64)), ("MIN_BUFFERS", (1, 2, 4)),
+               ("FALLBACK_SLOTS", (1, 2, 4, 8)),
+               ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8)))
+LAT_ATT = (0, 50, 100, 200, 400)  # the GST's lat_att_cycles tried against the paper's picks
+COST_PAIRS = ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))  # --model: COST_A, COST_B together
 UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
 
 
@@ -76,6 +85,7 @@ def model_cases() -> list[tuple]:
     from quco.cli.perf import bundled_kernels
     cases = []
     for gpu in tables.preset_names():
+        step(f"the model's exhaustive best on {gpu}")
         gst = tables.load(gpu)
         g = tables.unpack(gst)
         for k in bundled_kernels(gpu):
@@ -107,8 +117,9 @@ def main_model(con: Console) -> int:
         t.add_column(gpu, justify="right")
     rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
     rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
-             for a, b in ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))]
+             for a, b in COST_PAIRS]
     for label, name, value in rows:
+        step(label if name is None else f"{name} = {value}")
         if name is None:
             gaps = model_gaps(cases)
         elif isinstance(name, tuple):
@@ -136,20 +147,18 @@ def main() -> int:
                     "(shipped value in bold)")
     t.add_column("constant")
     t.add_column("value: matches")
-    for name, values in (("COST_A", (0, 0.01, 0.02, 0.0225, 0.1, 0.5, 1.0)),
-                         ("LITTLE_SCALE", (0.03125, 0.05, 0.0625, 0.075, 0.125)),
-                         ("CU_SLOT_REF", (16, 23, 24, 32, 44, 45, 64)), ("MIN_BUFFERS", (1, 2, 4)),
-                         ("FALLBACK_SLOTS", (1, 2, 4, 8)),
-                         ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8))):
+    for name, values in PAPER_SWEEP:
         cells = []
         for v in values:
+            step(f"{name} = {v}")
             with constant(name, v):
                 m = matches(gsts, kernels)
             text = f"{v}: {m}"
             cells.append(f"[bold]{text}[/bold]" if v == abi.const(name) else text)
         t.add_row(name, "  ".join(cells))
     cells = []
-    for att in (0, 50, 100, 200, 400):
+    for att in LAT_ATT:
+        step(f"lat_att_cycles = {att}")
         g = {gpu: tables.pack(dict(b, lat_att_cycles=att)) for gpu, b in base.items()}
         text = f"{att}: {matches(g, kernels)}"
         cells.append(f"[bold]{text}[/bold]" if att == base["r9-nano"]["lat_att_cycles"] else text)
@@ -159,4 +168,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # progress on stderr (main's step()s); stdout as without it
+    total = (len(tables.preset_names()) + 1 + sum(len(v) for _, v in MODEL_SWEEP) + len(COST_PAIRS)
+             if "--model" in sys.argv[1:] else sum(len(v) for _, v in PAPER_SWEEP) + len(LAT_ATT))
+    with Steps("calibrate" + (" --model" if "--model" in sys.argv[1:] else ""), "step", total):
+        sys.exit(main())
