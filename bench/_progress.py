@@ -45,15 +45,15 @@ class Steps:
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                        TimeElapsedColumn)
-            # stdout redirected through the bar only when it is the terminal too (lines then print
-            # above the bar); a file or pipe on stdout is never touched. Twice a second: the
-            # scripts that time themselves (process_time) pay next to nothing for the drawing.
-            # the bar on the stderr of now, pinned: hostile.py and fuzz.py swap sys.stderr to capture
-            # an in-process quco-emu's messages, and the refresh thread must not write into them
+            # On the stderr of now, pinned: hostile.py and fuzz.py swap sys.stderr to capture an
+            # in-process quco-emu's messages, and the drawing thread must not write into them.
+            # stdout goes through the bar only when it is the terminal too (its lines then print
+            # above the bar); a file or pipe on stdout is never touched. Twice a second: a script
+            # that times itself (process_time) pays next to nothing for the drawing.
             screen = Console(file=err.file, force_terminal=True, markup=False, emoji=False, highlight=False)
             _live = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=screen, transient=True, refresh_per_second=2, auto_refresh=self.thread,
-                             redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
+                             TimeElapsedColumn(), console=screen, transient=True, refresh_per_second=2,
+                             auto_refresh=self.thread, redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
             _live.start()
             self._own = True
         self._task = _live.add_task(f"{self.name}: {self.what}", total=self.total)
@@ -90,7 +90,7 @@ class Steps:
             _live.update(self._task, completed=completed, total=self.total, description=text,
                          refresh=not _live.live.auto_refresh)
             return
-        if self._quiet or err.is_terminal:
+        if self._quiet:
             return
         part = QUARTERS * (shown - 1) // self.total if self.total else 0
         if part > self._printed:

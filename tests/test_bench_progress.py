@@ -5,6 +5,7 @@ stderr console. Checked on the helper with hand-counted steps and on a real scri
 (bench/picks_models.py on the three two-layer bundled workloads, about a second)."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import sys
@@ -116,3 +117,30 @@ def test_a_script_prints_the_same_stdout_with_and_without_progress(bench, termin
                                 ((1, "norm-project", "r9-nano"), (3, "residual-mlp", "r9-nano"),
                                  (4, "residual-mlp", "mi100"), (6, "attention-score", "mi100"))]
     del sys.modules["picks_models"]  # its WORKLOADS were patched (monkeypatch restores them; be sure)
+
+
+def test_the_bar_stays_on_the_stderr_it_started_on(bench, monkeypatch, capsys):
+    """hostile.py and fuzz.py swap sys.stderr to capture an in-process quco-emu: the bar's drawing
+    must not land in the capture (the console follows sys.stderr; the bar is pinned)."""
+    real, captured = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", real)
+    monkeypatch.setattr(bench, "err", Console(stderr=True, force_terminal=True, markup=False, emoji=False,
+                                              highlight=False))
+    with bench.Steps("hostile", "case", 2) as steps:
+        steps.step("first")
+        with contextlib.redirect_stderr(captured):
+            bench._live.refresh()
+            steps.step("second")
+            bench._live.refresh()
+    assert captured.getvalue() == ""
+    assert "hostile: case (second)" in real.getvalue()
+
+
+def test_without_a_drawing_thread_each_step_draws(bench, terminal):
+    """bench.py times launches: thread=False draws as a step starts, nothing in between."""
+    with bench.Steps("bench", "part", 2, thread=False) as steps:
+        assert not bench._live.live.auto_refresh
+        steps.step("the cost table")
+        assert "bench: part (the cost table)" in terminal.getvalue()
+        steps.step("launches per second")
+        assert "bench: part (launches per second)" in terminal.getvalue()
