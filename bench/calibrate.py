@@ -70,12 +70,6 @@ MODEL_SWEEP = (("CU_SLOT_REF", (16, 24, 32, 48, 64)), ("MIN_BUFFERS", (1, 2, 4))
                ("LITTLE_SCALE", (0.03125, 0.0625, 0.125)),
                ("FALLBACK_SLOTS", (2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8, 16)),
                ("CI_LOW", (0.5, 1.0, 2.0)), ("CI_HIGH", (2.0, 4.0, 8.0)))
-PAPER_SWEEP = (("COST_A", (0, 0.01, 0.02, 0.0225, 0.1, 0.5, 1.0)),
-               ("LITTLE_SCALE", (0.03125, 0.05, 0.0625, 0.075, 0.125)),
-               ("CU_SLOT_REF", (16, 23, 24, 32, 44, 45, 64)), ("MIN_BUFFERS", (1, 2, 4)),
-               ("FALLBACK_SLOTS", (1, 2, 4, 8)),
-               ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8)))
-LAT_ATT = (0, 50, 100, 200, 400)  # the GST's lat_att_cycles tried against the paper's picks
 COST_PAIRS = ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))  # --model: COST_A, COST_B together
 UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
 
@@ -119,7 +113,7 @@ def main_model(con: Console) -> int:
     rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
              for a, b in COST_PAIRS]
     for label, name, value in rows:
-        step(label if name is None else f"{name} = {value}")
+        step(f"{name} = {value}" if isinstance(name, str) else label)
         if name is None:
             gaps = model_gaps(cases)
         elif isinstance(name, tuple):
@@ -147,18 +141,20 @@ def main() -> int:
                     "(shipped value in bold)")
     t.add_column("constant")
     t.add_column("value: matches")
-    for name, values in PAPER_SWEEP:
+    for name, values in (("COST_A", (0, 0.01, 0.02, 0.0225, 0.1, 0.5, 1.0)),
+                         ("LITTLE_SCALE", (0.03125, 0.05, 0.0625, 0.075, 0.125)),
+                         ("CU_SLOT_REF", (16, 23, 24, 32, 44, 45, 64)), ("MIN_BUFFERS", (1, 2, 4)),
+                         ("FALLBACK_SLOTS", (1, 2, 4, 8)),
+                         ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8))):
         cells = []
         for v in values:
-            step(f"{name} = {v}")
             with constant(name, v):
                 m = matches(gsts, kernels)
             text = f"{v}: {m}"
             cells.append(f"[bold]{text}[/bold]" if v == abi.const(name) else text)
         t.add_row(name, "  ".join(cells))
     cells = []
-    for att in LAT_ATT:
-        step(f"lat_att_cycles = {att}")
+    for att in (0, 50, 100, 200, 400):
         g = {gpu: tables.pack(dict(b, lat_att_cycles=att)) for gpu, b in base.items()}
         text = f"{att}: {matches(g, kernels)}"
         cells.append(f"[bold]{text}[/bold]" if att == base["r9-nano"]["lat_att_cycles"] else text)
@@ -168,8 +164,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # progress on stderr (main's step()s); stdout as without it
-    total = (len(tables.preset_names()) + 1 + sum(len(v) for _, v in MODEL_SWEEP) + len(COST_PAIRS)
-             if "--model" in sys.argv[1:] else sum(len(v) for _, v in PAPER_SWEEP) + len(LAT_ATT))
-    with Steps("calibrate" + (" --model" if "--model" in sys.argv[1:] else ""), "step", total):
+    if "--model" not in sys.argv[1:]:
+        sys.exit(main())  # under a second: no progress
+    # progress on stderr (main_model's step()s); stdout as without it
+    with Steps("calibrate --model", "step", len(tables.preset_names()) + 1 + sum(len(v) for _, v in MODEL_SWEEP)
+               + len(COST_PAIRS)):
         sys.exit(main())

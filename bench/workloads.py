@@ -16,8 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-from _progress import track
-
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "quco" / "examples" / "workloads"
 ALL = ("whisper-tiny", "t5-small", "albert-v2", "norm-project", "attention-score", "residual-mlp")
@@ -48,8 +46,7 @@ def main() -> int:
     if args.one:
         print(json.dumps(one(args.one, args.gpu)))
         return 0
-    # progress on stderr, a step a workload (each runs in a child process); stdout as without it
-    for name in track("workloads", "workload", ALL if args.all else ALL[:1], lambda n: f"{n} on {args.gpu}"):
+    for name in ALL if args.all else ALL[:1]:
         out = subprocess.run([sys.executable, __file__, "--one", name, "--gpu", args.gpu],
                              capture_output=True, text=True, check=True).stdout
         r = json.loads(out)
