@@ -49,8 +49,9 @@ class Steps:
             # in-process quco-emu's messages, and the drawing thread must not write into them.
             # stdout goes through the bar only when it is the terminal too (its lines then print
             # above the bar); a file or pipe on stdout is never touched. Twice a second: a script
-            # that times itself (process_time) pays next to nothing for the drawing.
-            screen = Console(file=err.file, force_terminal=True, markup=False, emoji=False, highlight=False)
+            # that times itself (process_time) pays next to nothing for the drawing. soft_wrap: the
+            # lines of stdout come out whole, as without the bar (the bar is cut to the width).
+            screen = Console(file=err.file, force_terminal=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
             _live = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TimeElapsedColumn(), console=screen, transient=True, refresh_per_second=2,
                              auto_refresh=self.thread, redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)

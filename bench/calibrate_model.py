@@ -123,7 +123,7 @@ def targets(show_picks: bool) -> None:
     if show_picks:
         print("| GPU | kernel | model best | within 1% | paper Fine-Tuned | its gap on the model |")
         print("|---|---|---|---|---|---|")
-    step("the paper's Fine-Tuned picks on the model (R9 Nano, MI100)")
+    step("the paper's Fine-Tuned picks on the model: R9 Nano, MI100")
     pk = picks("r9-nano", show_picks) + picks("mi100", show_picks)
     step("the R9 Nano's cases and ablations")
     r9 = rows("r9-nano", ablations=True)

@@ -214,7 +214,7 @@ def main() -> int:
         for r in slot_rules():
             got = tuple(c.plan(p, r) == c.want for c, p in zip(cases, peaks))
             hits.append((sum(got), got, r))
-            if len(hits) % 1024 == 0:
+            if len(hits) % 1024 == 0 or len(hits) == progress.total:
                 progress.update(len(hits))
     valid = [h for h in hits if h[2]["meta"]]
     best = max(h[0] for h in valid)
