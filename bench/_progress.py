@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from quco.cli.common import err
+from quco.util.userinput import printable
 
 QUARTERS = 4  # without a terminal: at most this many lines a Steps
 _live = None  # the rich Progress on screen, shared by nested Steps
@@ -86,6 +87,7 @@ class Steps:
         a new quarter."""
         if self.total is not None and shown > self.total:  # more steps than said: never past 100%
             self.total = shown
+        label = printable(label)  # a file's or case's name: no escape reaches the terminal
         if self._task is not None:
             text = f"{self.name}: {self.what}" + (f" ({label})" if label else "")
             _live.update(self._task, completed=completed, total=self.total, description=text,

@@ -144,3 +144,11 @@ def test_without_a_drawing_thread_each_step_draws(bench, terminal):
         assert "bench: part (the cost table)" in terminal.getvalue()
         steps.step("launches per second")
         assert "bench: part (launches per second)" in terminal.getvalue()
+
+
+def test_a_label_reaches_the_terminal_escaped(bench, capsys):
+    """A step's label is often a file's or a hostile case's name: its control characters are
+    written as escapes, never sent raw."""
+    with bench.Steps("hostile", "case", 1) as steps:
+        steps.step("name='\x1b[2J\u202e'")
+    assert capsys.readouterr().err == "hostile: case 1/1 (name='\\x1b[2J\\u202e')\n"
