@@ -30,6 +30,8 @@ from quco.host import reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, firmware_path
 from quco.kernel.format import load_kernel
 
+from _progress import Steps, step
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -163,6 +165,7 @@ def main(argv=None) -> int:
     con = Console(width=None if sys.stdout.isatty() else 130)
     elf_path = firmware_path()
     kernels = [load_kernel(p) for p in sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))]
+    step("the cost table: every preset x example kernel, cold and cached")
     t, stack, boots = cost_table(kernels, args.profile, args.clock, elf_path)
     con.print(t)
     s = sizes(elf_path)
@@ -173,6 +176,7 @@ def main(argv=None) -> int:
         con.print(f"boot on {gpu}: {boot.instructions:,} instructions, {boot.cycles:,} cycles, "
                   f"{boot.ns:,.0f} ns, {boot.energy_nj:.2f} nJ")
     mm = load_kernel(ROOT / "quco" / "examples" / "kernels" / "matrix-matrix.json")
+    step(f"launches per second, each path {args.seconds:g} s, interleaved")
     t, lines = speed_table(mm, args.profile, elf_path, args.seconds)
     con.print(t)
     con.print(f"measured with the {fastcount.describe()}")  # the targets assume the C hooks
@@ -182,4 +186,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # progress on stderr, no drawing thread beside the measured launches; stdout as without it
+    with Steps("bench", "part", 2, thread=False):
+        sys.exit(main())

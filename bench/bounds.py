@@ -30,6 +30,8 @@ from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 from quco.workloads import format as wformat
 
+from _progress import track
+
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS = (1024, 8192, 65536)
 
@@ -100,7 +102,8 @@ def main() -> int:
     t0 = time.process_time()
     worst, where, n, below = float("inf"), None, 0, 0
     print(f"{'space':44s} {'configs':>7s} {'tightest':>8s} {'evaluated: best':>15s} {'top 10':>6s}")
-    for tag, m, work, evals in cases(args.quick or args.exact, args.grids):
+    # progress on stderr, a step a space (listed first: the count); stdout as without it
+    for tag, m, work, evals in track("bounds", "space", list(cases(args.quick or args.exact, args.grids)), lambda c: c[0]):
         rows = []
         for cfg, mode, cap in evals:
             if args.exact:

@@ -31,6 +31,8 @@ from quco.perfmodel.residency import occupancy
 from quco.perfmodel.work import Config, Work, fits
 from rule_search import KERNELS, TABLE_III
 
+from _progress import Steps, step
+
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = {  # (GPU, QuCo Table III column as tile / slots in rule_search.KERNELS order)
     "R9 QuCo": ("r9-nano", TABLE_III["r9-nano"]),
@@ -68,6 +70,7 @@ MODEL_SWEEP = (("CU_SLOT_REF", (16, 24, 32, 48, 64)), ("MIN_BUFFERS", (1, 2, 4))
                ("LITTLE_SCALE", (0.03125, 0.0625, 0.125)),
                ("FALLBACK_SLOTS", (2, 4, 8)), ("FALLBACK_SLOTS_LOW_CI", (2, 4, 8, 16)),
                ("CI_LOW", (0.5, 1.0, 2.0)), ("CI_HIGH", (2.0, 4.0, 8.0)))
+COST_PAIRS = ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))  # --model: COST_A, COST_B together
 UNFIT_PENALTY = 2.0  # a pick the model cannot run counts as twice the best
 
 
@@ -76,6 +79,7 @@ def model_cases() -> list[tuple]:
     from quco.cli.perf import bundled_kernels
     cases = []
     for gpu in tables.preset_names():
+        step(f"the model's exhaustive best on {gpu}")
         gst = tables.load(gpu)
         g = tables.unpack(gst)
         for k in bundled_kernels(gpu):
@@ -107,8 +111,9 @@ def main_model(con: Console) -> int:
         t.add_column(gpu, justify="right")
     rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
     rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
-             for a, b in ((0, 0), (0.0135, 0), (0.0224, 0), (0, 0.15), (0.5, 0))]
+             for a, b in COST_PAIRS]
     for label, name, value in rows:
+        step(f"{name} = {value}" if isinstance(name, str) else label)
         if name is None:
             gaps = model_gaps(cases)
         elif isinstance(name, tuple):
@@ -159,4 +164,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if "--model" not in sys.argv[1:]:
+        sys.exit(main())  # under a second: no progress
+    # progress on stderr (main_model's step()s); stdout as without it
+    with Steps("calibrate --model", "step", len(tables.preset_names()) + 1 + sum(len(v) for _, v in MODEL_SWEEP)
+               + len(COST_PAIRS)):
+        sys.exit(main())

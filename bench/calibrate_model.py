@@ -34,6 +34,8 @@ from quco.perfmodel import params, search
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Config, Work, fits
 
+from _progress import Steps, step
+
 def _paper_fine_tuned() -> dict:
     """The paper's Fine-Tuned column (tile / slots; one slot count, read as the streaming queues'),
     {gpu: {kernel name: (tile, slots)}}, read from the scorecard's claims (quco/paper/claims.toml): the
@@ -121,9 +123,13 @@ def targets(show_picks: bool) -> None:
     if show_picks:
         print("| GPU | kernel | model best | within 1% | paper Fine-Tuned | its gap on the model |")
         print("|---|---|---|---|---|---|")
+    step("the paper's Fine-Tuned picks on the model: R9 Nano, MI100")
     pk = picks("r9-nano", show_picks) + picks("mi100", show_picks)
+    step("the R9 Nano's cases and ablations")
     r9 = rows("r9-nano", ablations=True)
+    step("the MI100's cases")
     mi = rows("mi100", ablations=False)
+    step("the Radeon 530's cases")
     r530 = rows("radeon-530", ablations=False)
     print("\n| target | model | verdict |\n|---|---|---|")
     for name, by in r9.items():
@@ -163,6 +169,7 @@ def targets(show_picks: bool) -> None:
     s, where = fig1(r9, {"mi100": mi, "radeon-530": r530})
     verdict("Fig. 1: the R9 Nano's Matrix-Matrix pick 1.1-1.6x slower on another paper GPU",
             f"{s:.2f}x ({where})", 1.1 <= s <= 1.6)
+    step("the 9-queue kernels' search, timed")
     g = tables.unpack(tables.load("r9-nano"))
     worst = 0.0
     for k in kernels("r9-nano"):
@@ -184,6 +191,7 @@ def fit() -> None:
     """The scan that set DRAM_ROW_OVERHEAD_BYTES: papers' Fine-Tuned picks within 1%, per value."""
     saved = params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"]
     for value in (0, 16, 32, 64, 128, 256, 512, 1024):
+        step(f"DRAM_ROW_OVERHEAD_BYTES {value}")
         params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = (value,) + saved[1:]
         search.evaluate.cache_clear()
         pk = picks("r9-nano", False) + picks("mi100", False)
@@ -216,6 +224,7 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     the values this prints), the rows that set each, and leave-one-kernel-family-out: fitted
     without a family, the model predicts it."""
     from quco.perfmodel import fit as hwfit
+    step("every constant fitted")
     gst, m, rows = measured(path, gpu)
     c, used = hwfit.fit(m, gst, rows)
     print(f"fit on {path} ({gpu}):")
@@ -228,6 +237,7 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
           "of the big grid, and the model's slope at the fitted value:")
     print("| kernel | tile | measured us/slot | instructions a wavefront, work-group and stage | model us/slot |")
     print("|---|---|---|---|---|")
+    step("the per-stage cost")
     for g in hwfit.stage_groups(m, rows):
         print(f"| {g['kernel']} | {g['tile']} | {g['slope_us']:+.2f} | {g['instr']:.1f} | "
               f"{c['stage_instr'] * g['us_per_instr']:+.2f} |")
@@ -239,6 +249,7 @@ def hardware_fit(path: str, gpu: str = "h100-sxm") -> None:
     print("\nleave one kernel family out (fit without it, predict it):")
     print("| held out | constants fitted without it | size | kernel | rank corr | model best cost | median err |")
     print("|---|---|---|---|---|---|---|")
+    step("leave one kernel family out")
     for r in hwfit.leave_one_out(m, gst, rows):
         cs = ", ".join(f"{k} {v:.3g}" for k, v in r["constants"].items())
         print(f"| {r['held_out']} | {cs} | {r['size']} | {r['kernel']} | {r['spearman']:.2f} | "
@@ -257,9 +268,11 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
           "per us of turnover)")
     print("| size | kernel | row | against | measured | model | residual | sensitivity | turnovers an SM |")
     print("|---|---|---|---|---|---|---|---|---|")
+    step("the turnover's pairs")
     for p in tv.pairs(m, rows):
         print(f"| {p['size']} | {p['kernel']} | {p['tile']}/{p['slots']} | {p['tile']}/{p['ref_slots']} | "
               f"{p['measured']:+.2f} | {p['model']:+.2f} | {p['residual']:+.2f} | {p['sensitivity']:.2f} | {p['turns']} |")
+    step("the turnover fitted")
     fitted = {}
     for label, sizes in (("all rows", None), ("paper grid", ("paper",)), ("big grid", ("big",))):
         try:
@@ -270,10 +283,12 @@ def turnover_report(path: str, split: str, gpu: str = "h100-sxm") -> None:
     keep = (lambda x: x["fitted_on"].startswith("all but")) if split == "family" else \
         (lambda x: x["fitted_on"].endswith("grid"))
     print("| fitted on | turnover ns | kernel | size | row | measured residual | predicted |\n|---|---|---|---|---|---|---|")
+    step("the turnover fitted without each part, predicting it")
     for x in tv.cross(m, rows):
         if keep(x) and x["predicted"] is not None:
             print(f"| {x['fitted_on']} | {x['turnover_ns']:.0f} | {x['kernel']} | {x['size']} | {x['tile']}/{x['slots']} | "
                   f"{x['measured']:+.2f} | {x['predicted']:+.2f} |")
+    step("the model with the paper grid's turnover")
     if "paper grid" in fitted:
         t = fitted["paper grid"]
         with_t = hwdata.compare(rows, gst, m=dataclasses.replace(m, turnover=t * m.clock_mhz / 1000.0))
@@ -321,7 +336,9 @@ def leave_size_out(path: str, gpu: str = "h100-sxm") -> None:
     the model on the other size's rows, beside the shipped fit (both sizes, the preset)."""
     from quco.perfmodel import fit as hwfit
     gst, m, rows = measured(path, gpu)
+    step("the shipped fit's figures")
     shipped = {(r["kernel"], r["size"]): r for r in hwdata.compare(rows, gst)}
+    step("every constant fitted on each grid size alone")
     held = hwfit.leave_size_out(m, gst, rows)
     fits = {r["fitted_on"]: (r["constants"], r["used"]) for r in held}
     print(f"leave one grid size out on {path} ({gpu}): every fitted constant on one size's rows, "
@@ -378,6 +395,7 @@ def inflight(path: str) -> None:
     print("| rows of | lower bound | rows contradicting it |\n|---|---|---|")
     without = [(f"all but {f}", tuple(k for k in hwdata.COMPARED if k not in ms)) for f, ms in hwfit.FAMILIES.items()]
     for name, members in (("all", hwdata.COMPARED), *hwfit.FAMILIES.items(), *without):
+        step(f"the H100's lower bound on the rows of {name}")
         kib, bad = hwfit.inflight_floor(m, gst, h100, kernels=members)
         where = sorted({f"{k} {sz} {t}" for k, sz, t, *_ in bad})
         print(f"| {name} | {kib} KiB | {len(bad)}: {', '.join(where)} |")
@@ -389,6 +407,7 @@ def inflight(path: str) -> None:
     for field, lines, also in (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
                                ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
                                ("load_inflight_lines", 128, {})):
+        step(f"the paper side with {field} {lines or 'none'}")
         with _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also}):
             pk = picks("r9-nano", False) + picks("mi100", False)
             r9, r530 = rows("r9-nano", ablations=False), rows("radeon-530", ablations=False)
@@ -443,6 +462,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
           "signed err |\n|---|---|---|---|---|---|---|---|---|")
     for s, mode in ((0.0, 0), (50.0, 1), (100.0, 1), (s_ns, 1), (300.0, 1), (400.0, 1), (600.0, 1),
                     (100.0, 2), (s_ns, 2), (400.0, 2)):
+        step(f"S {s:.0f} ns, u {mode}")
         res = hwdata.compare(rows, gst, m=dataclasses.replace(m, dram_queue_service=s / ns, dram_queue_mode=mode))
         for size in ("big", "paper", "both"):
             rs = [r for r in res if size in (r["size"], "both")]
@@ -452,6 +472,7 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
                   f"{min(sg):+.1f}..{max(sg):+.1f}% |")
     print("\nwhat moves the model's best on the paper grid (closed loop at the GST's S): the model's times (us) "
           "of Elementwise 8192/5..7, one work-group an SM, against the measured:")
+    step("the paper grid's Elementwise at u 0 and 1")
     paper = [r for r in rows if r.size == "paper"]
     for mode in (0, 1):
         res = hwdata.compare(paper, gst, kernels=("Elementwise",), m=dataclasses.replace(m, dram_queue_mode=mode))
@@ -468,6 +489,7 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
     ns = 1000.0 / m.clock_mhz
 
     def figures(mm, label):
+        step(label)
         res = hwdata.compare(rows, gst, m=mm)
         x = score(res)
         per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
@@ -486,6 +508,7 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
                 f"{s_ns:.0f}, {cost:.2g}")
     mm = dataclasses.replace(m, dram_queue_mode=3)
     from quco.perfmodel import fit as hwfit
+    step("the stream cost refitted")
     c, _ = hwfit.fit_streams(mm, rows)
     figures(dataclasses.replace(mm, dram_stream_cost=c), f"{m.dram_queue_service * ns:.0f}, {c:.3g} (refitted)")
 
@@ -504,13 +527,16 @@ def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
     ns = 1000.0 / m.clock_mhz
     print(f"dram_queueing {mode}: the stated fit alone ({share.__name__}) on each grid's rows, S ns / stream cost / rms log error:")
     for size in ("big", "paper"):
+        step(f"the stated fit on the {size} grid's rows")
         got, used = share(m, rows, size=size)
         print(f"  {size} ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, cost {got['dram_stream_cost']:.3g}, "
               f"rms {got['rms_log']:.4f}")
+    step("the stated fit on both grids' rows")
     terms = sharefit.share_terms(m, rows, "big") + sharefit.share_terms(m, rows, "paper")
     s_both, c_both, rms = sharefit.fit_share_terms(terms, mode)
     print(f"  both ({len(terms)} rows): S {s_both * ns:.0f} ns, cost {c_both:.3g}, rms {rms:.4f}")
     for family, members in hwfit.FAMILIES.items():
+        step(f"the stated fit on {family} alone")
         try:
             got, used = share(m, rows, members)
         except ValueError as e:
@@ -518,11 +544,13 @@ def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
             continue
         print(f"  big, {family} alone ({len(used)} rows): S {got['dram_queue_cycles'] * ns:.0f} ns, "
               f"cost {got['dram_stream_cost']:.3g}, rms {got['rms_log']:.4f}")
+    step("every constant refitted")
     c, used = hwfit.fit(m, gst, rows, share=share)
     print(f"\nevery constant refitted with dram_queueing {mode} (fit.fit(share=sharefit.{share.__name__})), its rows:")
     for k, v in c.items():
         print(f"  {k} = {v * ns if k == 'dram_queue_cycles' else v:.4g}{' ns' if k == 'dram_queue_cycles' else ''}")
     print_used(used)
+    step("the joint fit's figures and the shipped")
     joint_m = hwfit.with_constants(hwfit.share_mode(m, share), c)
     shipped, joint = hwdata.compare(rows, gst, m=m), hwdata.compare(rows, gst, m=joint_m)
     print("\n| size | kernel | rank corr (shipped) | model best, its cost (shipped) | median err (shipped) |")
@@ -535,12 +563,14 @@ def share_fit(path: str, gpu: str = "h100-sxm", share=None) -> None:
     print(_targets_line("shipped", shipped))
     both_m = hwfit.with_constants(joint_m, {"dram_queue_cycles": s_both, "dram_stream_cost": c_both})
     print(_targets_line("S and cost from both grids' rows, the rest as the joint fit", hwdata.compare(rows, gst, m=both_m)))
+    step("leave one kernel family out, joint and shipped")
     loo_j, loo_s = hwfit.leave_one_out(m, gst, rows, share=share), hwfit.leave_one_out(m, gst, rows)
     print("\nleave one kernel family out (fit without it, predict it), joint (shipped fit's stages):")
     print("| held out | S ns, stream cost | size | kernel | rank corr | model best cost | median err |\n|---|---|---|---|---|---|---|")
     _joint_rows("held_out", loo_j, loo_s, ns)
     print(_targets_line("joint, families held out", loo_j))
     print(_targets_line("shipped stages, families held out", loo_s))
+    step("leave one grid size out, joint and shipped")
     lso_j, lso_s = hwfit.leave_size_out(m, gst, rows, share=share), hwfit.leave_size_out(m, gst, rows)
     print("\nleave one grid size out (fit on one size alone, predict the other), joint (shipped fit's stages):")
     print("| fitted on | S ns, stream cost | predicted | kernel | rank corr | model best cost | median err |\n"
@@ -568,6 +598,7 @@ def mva(path: str, gpu: str = "h100-sxm") -> None:
                            for f in (0.25, 0.5, 1, 1.5, 2, 2.8, 4, 8, 16)))
 
     def figures(mm, label):
+        step(label)
         res = hwdata.compare(rows, gst, m=mm)
         per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
                         for r in res)
@@ -602,6 +633,7 @@ def share_scan(path: str, gpu: str = "h100-sxm") -> None:
     print("| S ns | stream cost | rms log err: big, paper, both | rank >= 0.9: big, paper |\n|---|---|---|---|")
     for s in (0.0, 100.0, m.dram_queue_service * ns, 300.0, 400.0):
         for c in (0.0, 0.5e-5, m.dram_stream_cost, 3e-5):
+            step(f"S {s:.0f} ns, stream cost {c:.3g}")
             mm = hwfit.with_service(dataclasses.replace(m, dram_queue_mode=3, dram_stream_cost=c), s / ns)
             res = hwdata.compare(rows, gst, m=mm)
             cells, ranks = [], []
@@ -655,25 +687,32 @@ if __name__ == "__main__":
     ap.add_argument("--share-scan", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
                     help="dram_queueing 3: the whole model's log error on a grid of S and stream cost (about 3 minutes)")
     args = ap.parse_args()
-    if args.mva:
-        mva(args.mva)
-    elif args.share_scan:
-        share_scan(args.share_scan)
-    elif args.share_fit:
-        share_fit(args.share_fit)
-    elif args.share:
-        share(args.share)
-    elif args.loaded:
-        loaded(args.loaded)
-    elif args.leave_size_out:
-        leave_size_out(args.leave_size_out)
-        turnover_report(args.leave_size_out, "size")
-    elif args.inflight:
-        inflight(args.inflight)
-    elif args.hardware:
-        hardware_fit(args.hardware)
-        turnover_report(args.hardware, "family")
-    elif args.fit:
-        fit()
-    else:
-        targets(args.picks)
+    from quco.perfmodel.fit import FAMILIES
+    # each mode's steps, as its functions call step(): progress on stderr, stdout as without it
+    mode, total = next(((o, n) for o, n in (("mva", 13 + len(FAMILIES)), ("share_scan", 20), ("share_fit", 7 + len(FAMILIES)),
+                                            ("share", 9), ("loaded", 11), ("leave_size_out", 6),
+                                            ("inflight", 7 + 2 * len(FAMILIES)), ("hardware", 7), ("fit", 8))
+                        if getattr(args, o)), ("", 5))
+    with Steps("calibrate_model" + (f" --{mode.replace('_', '-')}" if mode else ""), "step", total):
+        if args.mva:
+            mva(args.mva)
+        elif args.share_scan:
+            share_scan(args.share_scan)
+        elif args.share_fit:
+            share_fit(args.share_fit)
+        elif args.share:
+            share(args.share)
+        elif args.loaded:
+            loaded(args.loaded)
+        elif args.leave_size_out:
+            leave_size_out(args.leave_size_out)
+            turnover_report(args.leave_size_out, "size")
+        elif args.inflight:
+            inflight(args.inflight)
+        elif args.hardware:
+            hardware_fit(args.hardware)
+            turnover_report(args.hardware, "family")
+        elif args.fit:
+            fit()
+        else:
+            targets(args.picks)

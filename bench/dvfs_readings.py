@@ -31,6 +31,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from _progress import Steps, step
 from calibrate import constant
 from quco.gst import tables
 from quco.host import explain, reference
@@ -84,6 +85,7 @@ def main(argv: list[str]) -> int:
     fc5 = linears[4]
     encoder = {lay.type: lay for lay in layers[:8]}.values()   # conv1, conv2, one of each linear shape
 
+    step("the tile at each clock, each reading")
     t = Table(title=f"Tile on the {GPU} at {', '.join(map(str, CLOCKS))} MHz (one value: the same at every clock); "
                     "Wfs 7, shipped constants, the encoder's layer shapes")
     t.add_column("layer (paper's name)")
@@ -98,6 +100,7 @@ def main(argv: list[str]) -> int:
         t.add_row(f"{lay.name} ({paper})", *cells)
     out.print(t)
 
+    step("FC-5's tile per consumer wavefront count")
     t = Table(title="FC-5's tile at 1500/1300/1100/900 MHz per consumer wavefront count (the host API gives 7)")
     t.add_column("Wfs", justify="right")
     for reading in READINGS:
@@ -107,6 +110,7 @@ def main(argv: list[str]) -> int:
                                        for c in (1500, 1300, 1100, 900)) for r in READINGS))
     out.print(t)
 
+    step("FC-5's merit peak")
     factors = (0.25, 0.5, 1, 2, 4, 8)
     t = Table(title="FC-5's merit peak (before the CI step) for latencyTotal x bandwidth; "
                     "a 256 after the CI step needs a peak of 512")
@@ -124,6 +128,7 @@ def main(argv: list[str]) -> int:
     out.print(t)
     out.print(f"peaks seen: {sorted(peaks)}; 512 is {'among them' if 512 in peaks else 'never one'}")
 
+    step("256 against 512 on the performance model")
     work = dataclasses.replace(Work.of(fc5.kernel), name="")
     t = Table(title=f"What 256 instead of 512 would be worth for FC-5 on the performance model ({GPU}, us)")
     cfgs = {tl: Config(tl, tuple(2 for _ in work.queues)) for tl in (512, 256)}  # QuCo's 2 slots at either tile
@@ -137,6 +142,7 @@ def main(argv: list[str]) -> int:
                   f"{best.config.label(work)}: {best.outcome.ns / 1e3:.1f}")
     out.print(t)
 
+    step("each layer type's exhaustive best at each clock")
     t = Table(title=f"The most knowing the clock could gain on the model ({GPU}): each Whisper-Tiny layer type's exhaustive "
                     "best at 1500 MHz, run at the clock, against the exhaustive best at the clock (an oracle QuCo-HW over an oracle QuCo-SW)")
     t.add_column("type (our names)")
@@ -155,6 +161,7 @@ def main(argv: list[str]) -> int:
     out.print(t)
 
     if "--weights" in argv:
+        step("every cost weight pair")
         weights = (0, 0.01, 0.03, 0.1, 0.3, 1, 2, 3, 4, 6, 8, 16, 32)
         found = []
         for a, b in itertools.product(weights, weights):
@@ -172,4 +179,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # progress on stderr (main's step()s, one a table); stdout as without it
+    with Steps("dvfs_readings", "table", 6 if "--weights" in sys.argv[1:] else 5):
+        sys.exit(main(sys.argv[1:]))

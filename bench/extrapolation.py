@@ -30,6 +30,8 @@ from quco.perfmodel.params import machine
 from quco.perfmodel.window import STEP_RUNS, streams_privately
 from quco.perfmodel.work import Work
 
+from _progress import track
+
 GRIDS = (256, 2048, 8192)
 STREAMING = ("Dot-Product", "Matrix-Vector", "Elementwise", "Sumvectors")
 SAMPLE = 6
@@ -85,7 +87,8 @@ def main() -> int:
     args = ap.parse_args()
     t0 = time.process_time()
     rows, skipped = [], 0
-    for tag, m, work, cfg in cases(args.quick):
+    # progress on stderr, a step a case (listed first: the count); stdout as without it
+    for tag, m, work, cfg in track("extrapolation", "case", list(cases(args.quick)), lambda c: c[0]):
         kind, cost = mechanisms(m, work, cfg)
         if kind == "none" or (args.only and args.only not in kind.split("+")):
             continue

@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 import fuzz_coverage
+from _progress import Steps
 from quco.emulator.faults import Fault
 from quco.gst import abi, tables
 from quco.cli import fuzz_files
@@ -57,8 +57,8 @@ def main(argv=None) -> int:
     statuses, boots = collections.Counter(), collections.Counter()
     disagreements, faults, cases, max_instr, max_stack, batches = [], [], 0, 0, 0, []
     t0 = time.perf_counter()
-    with Progress(console=con, transient=True) as progress:
-        task = progress.add_task("fuzzing", total=args.cases)
+    # progress on stderr (a bar on a terminal, a line a quarter without): stdout holds the tables alone
+    with Steps("fuzz", "launches", args.cases) as progress:
         while cases < args.cases:
             raw = fuzz.gst(rng)
             dev = Device(raw, elf)
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
                 batch.answers.append((int(res.status), res.detail, res.generation, int(res.cache_hit),
                                       res.lds if res.ok else b""))
             max_stack = max(max_stack, dev.stack_high_water())
-            progress.update(task, completed=cases)
+            progress.update(cases)
     seconds = time.perf_counter() - t0
     t = Table(title=f"{cases:,} launches on {sum(boots.values()):,} GSTs, seed {args.seed}, {seconds:.0f} s")
     t.add_column("launch status")
@@ -114,7 +114,8 @@ def coverage(con, batches) -> int:
         con.print("coverage: skipped (gcc or gcov missing)")
         return 0
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, Steps("fuzz", "coverage", 1) as progress:
+        progress.step("the firmware built for the host with gcov, every launch again")
         exe = fuzz_coverage.build(Path(folder))
         host = fuzz_coverage.run(exe, batches)
         bad = fuzz_coverage.mismatches(batches, host)
@@ -149,10 +150,9 @@ def files(con, args) -> int:
     if args.file_cases <= 0:
         return 0
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory() as folder, Progress(console=con, transient=True) as progress:
-        task = progress.add_task("input files", total=args.file_cases)
+    with tempfile.TemporaryDirectory() as folder, Steps("fuzz", "input files", args.file_cases) as progress:
         counts, failures = fuzz_files.campaign(random.Random(args.seed), args.file_cases, folder, args.timeout,
-                                               lambda done: progress.update(task, completed=done))
+                                               progress.update)
     t = Table(title=f"{args.file_cases:,} mutated input files through quco-emu, seed {args.seed}, "
                     f"{time.perf_counter() - t0:.0f} s")
     outcomes = ("ok", "error", "traceback", "hang", "bad-exit", "leaked")

@@ -26,6 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from _progress import track
 from hostile_corpus import Case, corpus
 from quco.cli.fuzz_files import run_cli
 
@@ -96,7 +97,8 @@ def main(argv=None) -> int:
     cases = [c for c in corpus() if ARGS.k in c.name]
     mine, residual, bad = collections.Counter(), collections.Counter(), []
     with tempfile.TemporaryDirectory() as top:
-        for i, case in enumerate(cases):
+        # progress on stderr (the bar pinned to the real stderr: each case's own is captured)
+        for i, case in enumerate(track("hostile", "case", cases, lambda c: c.name)):
             folder = Path(top) / str(i)
             folder.mkdir()
             kind, detail = judge(case, folder)

@@ -29,6 +29,8 @@ from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
 from quco.util import atomic
 
+from _progress import Steps
+
 GRID_KERNELS = ("Dot-Product", "Matrix-Vector", "Elementwise")
 GRIDS = (256, 4096, 32768)
 
@@ -54,10 +56,19 @@ def _space(out: dict, tag: str, m, g, work) -> None:
 
 
 def collect(quick: bool = False) -> dict:
+    grids = GRIDS[:1] if quick else GRIDS
+    paths = {gpu: sorted(kernel_dir(gpu).glob("*.json")) for gpu in tables.preset_names()}
+    # progress on stderr: each preset x kernel, the measurement file, each grid
+    with Steps("model_digest", "searching", sum(map(len, paths.values())) + 1 + len(GRID_KERNELS) * len(grids)) as steps:
+        return _collect(grids, paths, steps)
+
+
+def _collect(grids: tuple, paths: dict, steps: Steps) -> dict:
     out: dict = {}
     for gpu in tables.preset_names():
         g = tables.unpack(tables.load(gpu))
-        for path in sorted(kernel_dir(gpu).glob("*.json")):
+        for path in paths[gpu]:
+            steps.step(f"{gpu} {path.stem}")
             k = load_kernel(path)
             m, work = machine(g, k.core_clock_mhz, k.active_cus, k.lds_bytes), Work.of(k)
             tag = f"{gpu} {path.stem}"
@@ -67,6 +78,7 @@ def collect(quick: bool = False) -> dict:
                             ("ideal", search.ideal(g, work, k.core_clock_mhz, k.active_cus))):
                 out[f"{tag} {name}"] = (r.config.tile, list(r.config.slots), r.outcome.cycles) if r else None
         search.evaluate.cache_clear()
+    steps.step("the H100 measurement file's rows")
     gst = tables.load("h100-sxm")
     rows = hardware.read(hardware.DEFAULT_DATA)
     for r in hardware.compare(rows, gst):
@@ -77,7 +89,8 @@ def collect(quick: bool = False) -> dict:
     g = tables.unpack(gst)
     m = machine(g)
     for name in GRID_KERNELS:
-        for wgs in GRIDS[:1] if quick else GRIDS:
+        for wgs in grids:
+            steps.step(f"{name} at {wgs:,} work-groups")
             search.evaluate.cache_clear()
             _space(out, f"grid {name} {wgs}", m, g, Work.of(hardware.scaled_kernel(name, wgs)))
     search.evaluate.cache_clear()

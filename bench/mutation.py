@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _progress import Steps, step
+
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["kernel/format.py", "host/reference.py", "gst/tables.py", "util/schema.py", "util/userinput.py",
            "perfmodel/work.py", "workloads/derive.py", "workloads/baselines.py", "workloads/dvfs.py",
@@ -82,11 +84,13 @@ def main(argv=None) -> int:
         print(f"{firmware} is missing: make firmware")
         return 2
     folder = args.keep or Path(tempfile.mkdtemp(prefix="quco-mutation-"))
+    step(f"staging a copy in {folder}")
     if not (folder / "setup.cfg").exists():
         folder.mkdir(parents=True, exist_ok=True)
         stage(folder, args.modules, args.tests)
     env = dict(os.environ, QUCO_FIRMWARE=str(firmware), HYPOTHESIS_PROFILE="ci")
     t0 = time.perf_counter()
+    step(f"mutmut run ({args.timeout:.0f} s at most)")
     try:
         run = subprocess.run([mutmut, "run", "--max-children", str(args.max_children)], cwd=folder, env=env,
                              capture_output=True, text=True, timeout=args.timeout)
@@ -96,6 +100,7 @@ def main(argv=None) -> int:
         stopped = f" (stopped after {args.timeout:.0f} s: the counts cover the mutants tested by then)"
         log = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
     seconds = time.perf_counter() - t0
+    step("mutmut results")
     results = subprocess.run([mutmut, "results", "--all", "true"], cwd=folder, env=env, capture_output=True,
                              text=True).stdout
     by_module: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -134,4 +139,5 @@ def row(module: str, c: collections.Counter) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Steps("mutation", "phase", 3):  # progress on stderr (main's step()s); stdout as without it
+        sys.exit(main())

@@ -37,21 +37,28 @@ def main() -> int:
     phases = {}
     t0 = time.perf_counter()
     cpu0 = time.process_time()
-    from quco.paper import claims, ours, report, scorecard
-    from quco.paper.measures import MEASURES
-    chosen = scorecard.select(claims.load(measures=MEASURES))
-    phases["start (imports, claims)"] = time.perf_counter() - t0
-    t = time.perf_counter()
-    keys = [k for c in chosen for k in scorecard.needs(c)]
-    sources = ours.compute(keys, workers=args.workers, scheduler=args.scheduler)
-    phases["sources (pool)"] = time.perf_counter() - t
-    t = time.perf_counter()
-    rows = [scorecard.row(c, sources) for c in chosen]
-    phases["verdicts and chances"] = time.perf_counter() - t
-    with tempfile.TemporaryDirectory() as out:
+    from _progress import Steps   # progress on stderr (a bar on a terminal); stdout as without it
+    with Steps("paper", "phase", 4) as steps:
+        steps.step("start (imports, claims)")
+        from quco.paper import claims, ours, report, scorecard
+        from quco.paper.measures import MEASURES
+        chosen = scorecard.select(claims.load(measures=MEASURES))
+        phases["start (imports, claims)"] = time.perf_counter() - t0
+        steps.step("sources (pool)")
         t = time.perf_counter()
-        written = report.write(out, rows, sources, "bench/paper.py")
-        phases["figures and files"] = time.perf_counter() - t
+        keys = [k for c in chosen for k in scorecard.needs(c)]
+        with Steps("paper", "sources") as pool:
+            sources = ours.compute(keys, workers=args.workers, scheduler=args.scheduler, progress=pool.update)
+        phases["sources (pool)"] = time.perf_counter() - t
+        steps.step("verdicts and chances")
+        t = time.perf_counter()
+        rows = [scorecard.row(c, sources) for c in chosen]
+        phases["verdicts and chances"] = time.perf_counter() - t
+        steps.step("figures and files")
+        with tempfile.TemporaryDirectory() as out:
+            t = time.perf_counter()
+            written = report.write(out, rows, sources, "bench/paper.py")
+            phases["figures and files"] = time.perf_counter() - t
     wall = time.perf_counter() - t0
     main_cpu = time.process_time() - cpu0
     # each worker's CPU before its first task: its start-up (imports), which no task's time includes

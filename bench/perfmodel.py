@@ -35,6 +35,8 @@ from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate
 from quco.perfmodel.work import Config, Work
 
+from _progress import Steps, track
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))
 
@@ -43,7 +45,7 @@ def one_evaluation():
     gst = tables.load("r9-nano")
     m = machine(tables.unpack(gst))
     print("one evaluation, R9 Nano, the reference model's configuration (= the firmware's):")
-    for path in KERNELS:
+    for path in track("perfmodel", "one evaluation", KERNELS, lambda p: p.stem):
         k = load_kernel(path)
         r = reference.configure(gst, k.record())
         cfg, work = Config(r.tile, tuple(r.slots)), Work.of(k)
@@ -58,7 +60,7 @@ def one_evaluation():
 
 def exhaustive():
     print("exhaustive search, one core (target <= 1 s for a 9-queue kernel):")
-    for gpu in tables.preset_names():
+    for gpu in track("perfmodel", "exhaustive search", tables.preset_names()):
         g = tables.unpack(tables.load(gpu))
         m = machine(g)
         for path in KERNELS:
@@ -80,7 +82,7 @@ def grid_sizes():
           "evaluations: every configuration ranked | the best (branch and bound) | the ten fastest and QuCo's pick\n"
           "ranked (`quco-emu search`'s default):")
     gst = tables.load("h100-sxm")
-    for name in ("Dot-Product", "Matrix-Vector", "Elementwise"):
+    for name in track("perfmodel", "grid sizes", ("Dot-Product", "Matrix-Vector", "Elementwise")):
         for wgs in (256, 4096, 32768):
             k = hardware.scaled_kernel(name, wgs)
             work = Work.of(k)
@@ -138,7 +140,7 @@ def search_spaces():
     worst = 0.0
     print("  preset x bundled kernel: evaluations and seconds of the default method; the descent's answer against "
           "the exhaustive one")
-    for gpu in tables.preset_names():
+    for gpu in track("perfmodel", "search spaces", tables.preset_names()):
         g = tables.unpack(tables.load(gpu))
         own = ROOT / "quco" / "examples" / "kernels" / gpu
         for path in sorted((own if own.is_dir() else ROOT / "quco" / "examples" / "kernels").glob("*.json")):
@@ -157,7 +159,8 @@ def search_spaces():
                   f"{heur.ranked[0].config.label(work):11s} {gap:+.3f}%")
     print(f"  descent vs exhaustive, worst over every preset x bundled kernel: {worst:+.3f}%")
     print("  bundled workloads, each layer shape on its GPU (run's ATT/Fine-Tuned baselines):")
-    for path in sorted((ROOT / "quco" / "examples" / "workloads").glob("*.json")):
+    for path in track("perfmodel", "workloads' layer shapes", sorted((ROOT / "quco" / "examples" / "workloads").glob("*.json")),
+                      lambda p: p.stem):
         w = wformat.load(str(path))
         g = tables.unpack(tables.load(w.gpu or "r9-nano"))
         shapes = {lay.type: lay.kernel for lay in w.layers}
@@ -193,17 +196,13 @@ if __name__ == "__main__":
     ap.add_argument("--search", action="store_true", help="only the search spaces (5)")
     ap.add_argument("--grids", action="store_true", help="only the grid sizes and whisper-tiny (3, 4)")
     args = ap.parse_args()
+    parts = [one_evaluation, exhaustive, grid_sizes, whisper, search_spaces] + ([] if args.quick else [whole_evaluate])
     if args.search:
-        search_spaces()
-        sys.exit(0)
-    if args.grids:
-        grid_sizes()
-        whisper()
-        sys.exit(0)
-    one_evaluation()
-    exhaustive()
-    grid_sizes()
-    whisper()
-    search_spaces()
-    if not args.quick:
-        whole_evaluate()
+        parts = [search_spaces]
+    elif args.grids:
+        parts = [grid_sizes, whisper]
+    # progress on stderr (each part, and a part's loop beneath it on a terminal); stdout as without it
+    with Steps("perfmodel", "part", len(parts)) as steps:
+        for part in parts:
+            steps.step(part.__name__.replace("_", " "))
+            part()

@@ -42,6 +42,8 @@ from quco.workloads.baselines import fine_tuned, gst_key
 from quco.workloads.format import load
 from quco.workloads.runner import model_ns
 
+from _progress import Steps
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ("whisper-tiny", "t5-small", "albert-v2")
 GPUS = ("r9-nano", "mi100")
@@ -134,21 +136,28 @@ def main(argv=None) -> int:
     ap.add_argument("--what-if-passes", action="store_true", help="also a planner told each queue's passes")
     args = ap.parse_args(argv)
     print("Fine-Tuned / QuCo over the whole model (target >= 0.95), today's performance model")
-    for what_if in (False, True) if args.what_if_passes else (False,):
-        if what_if:
-            print("\nWhat if both rule sets read the passes (not the firmware: the transfers cap x passes, the length "
-                  "bound x passes; quco+ falls back to the deepest ring that fits)")
-        for name in WORKLOADS:
-            for gpu in GPUS:
-                res = whole_model(gpu, name, what_if)
-                print(f"  {name:13s} {gpu:8s} " + "   ".join(
-                    f"{label}: {ratio:.3f} (most lost: {worst}, {100 * share:.0f}%)"
-                    for label, (ratio, worst, share, _, _) in res.items()))
-                if args.layers:
-                    for label, (_, _, _, loss, rows) in res.items():
-                        print(f"    {label}:")
-                        where_time_goes(loss, rows, args.layers)
+    what_ifs = (False, True) if args.what_if_passes else (False,)
+    with Steps("picks_models", "whole models", len(what_ifs) * len(WORKLOADS) * len(GPUS)) as steps:
+        for what_if in what_ifs:
+            _models(what_if, args.layers, steps)
     return 0
+
+
+def _models(what_if: bool, layers: int, steps: Steps) -> None:
+    if what_if:
+        print("\nWhat if both rule sets read the passes (not the firmware: the transfers cap x passes, the length "
+              "bound x passes; quco+ falls back to the deepest ring that fits)")
+    for name in WORKLOADS:
+        for gpu in GPUS:
+            steps.step(f"{name} on {gpu}" + (", told the passes" if what_if else ""))
+            res = whole_model(gpu, name, what_if)
+            print(f"  {name:13s} {gpu:8s} " + "   ".join(
+                f"{label}: {ratio:.3f} (most lost: {worst}, {100 * share:.0f}%)"
+                for label, (ratio, worst, share, _, _) in res.items()))
+            if layers:
+                for label, (_, _, _, loss, rows) in res.items():
+                    print(f"    {label}:")
+                    where_time_goes(loss, rows, layers)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ from quco.gst import abi, tables
 from quco.host import reference
 from quco.kernel.format import load_kernel
 
+from _progress import Steps
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("elementwise-k", "elementwise", "sumvectors", "dot-product", "matrix-vector", "matrix-matrix",
            "matrix-matrix-reduction", "batched-matrix-matrix")
@@ -207,9 +209,13 @@ def main() -> int:
 
     # 2. everything else
     hits = []
-    for r in slot_rules():
-        got = tuple(c.plan(p, r) == c.want for c, p in zip(cases, peaks))
-        hits.append((sum(got), got, r))
+    # progress on stderr, every 1,024 rule sets; stdout as without it
+    with Steps("rule_search", "rule sets", sum(1 for _ in slot_rules())) as progress:
+        for r in slot_rules():
+            got = tuple(c.plan(p, r) == c.want for c, p in zip(cases, peaks))
+            hits.append((sum(got), got, r))
+            if len(hits) % 1024 == 0 or len(hits) == progress.total:
+                progress.update(len(hits))
     valid = [h for h in hits if h[2]["meta"]]
     best = max(h[0] for h in valid)
     t2 = Table(title=f"2. {len(hits):,} rule sets: the most picks (of 16) each family member reaches")
