@@ -10,6 +10,8 @@ columns). Nothing here feeds back into the model.
     .venv/bin/python bench/calibrate_model.py --hardware # the H100 fit and leave-one-family-out
     .venv/bin/python bench/calibrate_model.py --leave-size-out  # the H100 fit on one grid size, the other predicted
     .venv/bin/python bench/calibrate_model.py --inflight # the per-CU limit on bytes in flight (a few minutes)
+    .venv/bin/python bench/calibrate_model.py --loaded   # latency under load: implied round trips, figures by S
+    .venv/bin/python bench/calibrate_model.py --share    # dram_queueing 3: the figures by S and stream cost
     .venv/bin/python bench/calibrate_model.py --share-fit  # dram_queueing 3, S and stream cost fitted jointly
     .venv/bin/python bench/calibrate_model.py --share-scan # ... the whole model's log error by S and stream cost
     .venv/bin/python bench/calibrate_model.py --mva        # dram_queueing 4 (exact MVA): GST's S, then fitted jointly
