@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
-from rich.console import Console
 from rich.table import Table
 from unicorn import UC_ARCH_RISCV, UC_MODE_RISCV32, Uc
 from unicorn.riscv_const import UC_RISCV_REG_PC
@@ -30,6 +29,7 @@ from quco.host import reference
 from quco.host.device import QUCO_CLOCK_MHZ, Device, firmware_path
 from quco.kernel.format import load_kernel
 
+from _console import Console
 from _progress import Steps, step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     ap.add_argument("--clock", type=float, default=QUCO_CLOCK_MHZ)
     ap.add_argument("--seconds", type=float, default=2.0, help="per speed measurement")
     args = ap.parse_args(argv)
-    con = Console(width=None if sys.stdout.isatty() else 130)
+    con = Console()
     elf_path = firmware_path()
     kernels = [load_kernel(p) for p in sorted((ROOT / "quco" / "examples" / "kernels").glob("*.json"))]
     step("the cost table: every preset x example kernel, cold and cached")

@@ -18,7 +18,6 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from quco.gst import abi, tables
@@ -31,6 +30,7 @@ from quco.perfmodel.residency import occupancy
 from quco.perfmodel.work import Config, Work, fits
 from rule_search import KERNELS, TABLE_III
 
+from _console import Console
 from _progress import Steps, step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ def main_model(con: Console) -> int:
 
 
 def main() -> int:
-    con = Console(width=None if sys.stdout.isatty() else 130)
+    con = Console()
     if "--model" in sys.argv[1:]:
         return main_model(con)
     kernels = {(gpu, n): load_kernel(ROOT / "quco" / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")

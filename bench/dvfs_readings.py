@@ -28,9 +28,9 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from _console import Console
 from _progress import Steps, step
 from calibrate import constant
 from quco.gst import tables
@@ -78,7 +78,7 @@ def scan_best(gst: bytes, kernel) -> int:
 
 
 def main(argv: list[str]) -> int:
-    out = Console(highlight=False, width=150)
+    out = Console(highlight=False, width=150)  # on a terminal; piped, whole
     g0 = tables.unpack(tables.load(GPU))
     layers = load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json").layers
     linears = [lay for lay in layers if lay.type.startswith("FC")]

@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 import fuzz_coverage
+from _console import Console
 from _progress import Steps
 from quco.emulator.faults import Fault
 from quco.gst import abi, tables
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shaped", type=float, default=0.5, help="share of records drawn by fuzz.shaped")
     ap.add_argument("--no-coverage", action="store_true", help="skip the host build's branch coverage")
     args = ap.parse_args(argv)
-    con, rng, elf = Console(width=None if sys.stdout.isatty() else 110), random.Random(args.seed), firmware_path()
+    con, rng, elf = Console(), random.Random(args.seed), firmware_path()
     statuses, boots = collections.Counter(), collections.Counter()
     disagreements, faults, cases, max_instr, max_stack, batches = [], [], 0, 0, 0, []
     t0 = time.perf_counter()

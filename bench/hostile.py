@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from _console import Console
 from _progress import track
 from hostile_corpus import Case, corpus
 from quco.cli.fuzz_files import run_cli
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--show", type=int, default=10, help="print this many failing cases")
     ap.add_argument("-k", default="", help="only cases whose name contains this")
     ARGS = ap.parse_args(argv)
-    con = Console(width=None if sys.stdout.isatty() else 110)
+    con = Console()
     cases = [c for c in corpus() if ARGS.k in c.name]
     mine, residual, bad = collections.Counter(), collections.Counter(), []
     with tempfile.TemporaryDirectory() as top:

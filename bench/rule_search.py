@@ -38,13 +38,13 @@ import itertools
 from collections import Counter
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from quco.gst import abi, tables
 from quco.host import reference
 from quco.kernel.format import load_kernel
 
+from _console import Console
 from _progress import Steps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +186,7 @@ def label(c: Case) -> str:
 
 
 def main() -> int:
-    con = Console(width=120)
+    con = Console(width=120)  # on a terminal; piped, whole
     cases = [Case(gpu, name) for gpu in TABLE_III for name in KERNELS]
     vec = [i for i, c in enumerate(cases) if not c.stat]
 
