@@ -255,14 +255,14 @@ def test_a_terminal_keeps_its_width_and_a_pipe_gets_none(capsys):
     """The console asks the file it writes to: a terminal wraps at its width (COLUMNS here),
     anything else gets the line whole."""
     from rich.text import Text
-    from quco.cli.common import _Console
+    from quco.cli.common import PipeAwareConsole
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
     line = " ".join(f"word{i}" for i in range(40))    # 270 characters
     for file, width in ((Tty(), 60), (io.StringIO(), None)):
-        con = _Console(file=file, markup=False, emoji=False, highlight=False, _environ={"COLUMNS": "60", "TERM": "xterm"})
+        con = PipeAwareConsole(file=file, markup=False, emoji=False, highlight=False, _environ={"COLUMNS": "60", "TERM": "xterm"})
         con.print(Text(line))
         printed = file.getvalue().splitlines()
         if width is None:

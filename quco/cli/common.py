@@ -23,7 +23,7 @@ DEFAULT_GPU = "r9-nano"
 PIPE_WIDTH = 1 << 30
 
 
-class _Console(Console):
+class PipeAwareConsole(Console):
     @property
     def size(self) -> ConsoleDimensions:
         """A terminal's or PIPE_WIDTH, by the file the console writes to now (main() may point
@@ -46,8 +46,8 @@ class _Console(Console):
 # markup=False, emoji=False: kernel, queue and GPU names are the user's text and are shown
 # literally ("[b]" stays, ":100:" is no emoji); highlight=False: rich's highlighter regexes
 # take quadratic time on long text
-out = _Console(markup=False, emoji=False, highlight=False)
-err = _Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)  # messages whole, for grep
+out = PipeAwareConsole(markup=False, emoji=False, highlight=False)
+err = PipeAwareConsole(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)  # messages whole, for grep
 
 
 def clock_mhz(text: str) -> float:
