@@ -157,12 +157,12 @@ def test_the_h100_terms_give_the_models_mva_share_at_another_s():
     """share_terms' w, read once, gives at any S what the model's own closed_loop_utilisation gives
     in mode 4; fit_mva carries mode 4 into fit.fit (share_mode)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
-    terms = sharefit.share_terms(H100, rows)
+    terms, residency = sharefit.share_terms(H100, rows), fit._residencies(H100, rows)
     m4 = dataclasses.replace(H100, dram_queue_mode=4)
     for other in (fit.with_service(m4, 0.5 * fit.service(H100)), fit.with_service(m4, 2 * fit.service(H100))):
         for r, _, _, _, r0, w in terms[::9]:
             work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
-            occ = min(fit._residency(H100, work, r, rows), fit.per_cu(H100, r.work_groups))
+            occ = min(residency(work, r), fit.per_cu(H100, r.work_groups))
             assert sharefit.share_at(fit.service(other), r0, w, 4) == pytest.approx(
                 fit.loaded_share(other, work, r.tile, r.slots, occ), rel=1e-12)
     assert fit.share_mode(H100, sharefit.fit_mva).dram_queue_mode == 4

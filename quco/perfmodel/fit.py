@@ -109,11 +109,6 @@ def _residencies(m: Machine, rows: list[Measurement]):
     return residency
 
 
-def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
-    """One row's residency (_residencies); a pass over many rows takes _residencies once."""
-    return _residencies(m, rows)(work, r)
-
-
 def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
     total = work_groups * (work.moved_bytes() + work.output_bytes)
     return total / (m.dram_bytes_per_cycle * m.clock_mhz)  # bytes / (bytes per us)
