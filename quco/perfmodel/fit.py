@@ -45,7 +45,7 @@ from .hardware import (COMPARED, Measurement, compare, lifted, measured_config, 
 from . import dram_load
 from .params import Machine
 from .residency import per_cu
-from .cu_model import Model, dram_streams
+from .cu_model import Model, dram_streams, stores as step_stores
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -62,10 +62,8 @@ def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float
     steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
     per_operand = Counter(work.operand(i) for i in range(len(work.queues)))
     descs = sum(math.ceil(n / m.att_box_rows) for n in per_operand.values())
-    out_per_step = work.output_bytes / (work.passes * steps)
-    stores = 1 if out_per_step >= m.cache_line else 0
     per_instr = work.consumer_wavefronts * m.wave_instr / min(work.consumer_wavefronts, m.pools)
-    return steps, descs, stores, per_instr
+    return steps, descs, step_stores(m, work, tile), per_instr
 
 
 def outliers(rows: list[Measurement]) -> set:
