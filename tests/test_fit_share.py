@@ -11,6 +11,7 @@ import pytest
 
 from quco.gst import tables
 from quco.perfmodel import fit, hardware, sharefit
+from quco.perfmodel.dram_load import utilisation_at
 from quco.perfmodel.memory import loaded_utilisation
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
@@ -68,5 +69,5 @@ def test_the_h100_terms_give_the_models_share_at_another_s():
     for r, _, _, _, r0, w in terms[::9]:
         work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
         occ = min(residency(work, r), fit.per_cu(H100, r.work_groups))
-        assert sharefit.share_at(fit.service(other), r0, w) == pytest.approx(
+        assert utilisation_at(3, fit.service(other), r0, w) == pytest.approx(
             fit.loaded_share(other, work, r.tile, r.slots, occ), rel=1e-9)
