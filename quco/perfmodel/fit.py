@@ -63,7 +63,7 @@ def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float
     per_operand = Counter(work.operand(i) for i in range(len(work.queues)))
     descs = sum(math.ceil(n / m.att_box_rows) for n in per_operand.values())
     per_instr = work.consumer_wavefronts * m.wave_instr / min(work.consumer_wavefronts, m.pools)
-    return steps, descs, step_stores(m, work, tile), per_instr
+    return steps, descs, step_stores(m, work, steps), per_instr
 
 
 def outliers(rows: list[Measurement]) -> set:
@@ -244,7 +244,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
             continue
         wgs = per_cu(m, r.work_groups)
         occ = min(residency(work, r), wgs)
-        streams = dram_streams(m, work, r.tile, occ)
+        streams = dram_streams(m, work, occ, _step_terms(m, work, r.tile)[2])
         bound_us = _dram_us(m, work, r.work_groups) / loaded_share(m, work, r.tile, r.slots, occ) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
