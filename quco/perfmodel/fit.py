@@ -299,8 +299,8 @@ def service(m: Machine) -> float:
 
 def share_mode(m: Machine, share) -> Machine:
     """`m` run with the dram_queueing a joint stream stage fits under (sharefit.fit_share 3,
-    sharefit.fit_mva 4: its dram_queue_mode)."""
-    return dataclasses.replace(m, dram_queue_mode=getattr(share, "dram_queue_mode", 3))
+    sharefit.fit_mva 4: its dram_queue_mode); `m` itself without one (share None)."""
+    return m if share is None else dataclasses.replace(m, dram_queue_mode=share.dram_queue_mode)
 
 
 def with_constants(m: Machine, c: dict) -> Machine:
@@ -385,9 +385,7 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
-    joint = share is not None
-    if joint:
-        m = share_mode(m, share)
+    joint, m = share is not None, share_mode(m, share)
     streams, stream_used = _stream_stage(m, rows, kernels, "big", share)
     c.update(streams)
     # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
@@ -407,8 +405,7 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share
 def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], share=None) -> list[dict]:
     """For each kernel family: fit without it, then compare on it (share: fit's)."""
     out = []
-    if share is not None:
-        m = share_mode(m, share)
+    m = share_mode(m, share)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
         c, _ = fit(m, gst, rows, rest, share)
@@ -451,9 +448,7 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
     value it printed, which closes that loop). share: the stream stage as in `fit`, from the
     GST's S (dram_queueing 3 or 4, share_mode)."""
-    joint = share is not None
-    if joint:
-        m = share_mode(m, share)
+    joint, m = share is not None, share_mode(m, share)
     train = [r for r in rows if r.size == size]
     base = prior(m)
     c, used = _constants(base), {}
@@ -495,7 +490,7 @@ def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMP
     for size in sizes:
         c, used = fit_size(m, gst, rows, size, kernels, share)
         held = [r for r in rows if r.size != size]
-        mm = share_mode(m, share) if share is not None else m
+        mm = share_mode(m, share)
         for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})
