@@ -11,6 +11,7 @@ import pytest
 
 from quco.gst import tables
 from quco.perfmodel import fit, hardware, sharefit
+from quco.perfmodel.dram_load import utilisation_at
 from quco.perfmodel.memory import loaded_utilisation
 from quco.perfmodel.params import machine
 from quco.perfmodel.work import Work
@@ -61,12 +62,12 @@ def test_the_h100_terms_give_the_models_share_at_another_s():
     """w is read back at the GST's S; at twice that S the closed form must give what the model's
     own dram_load.closed_loop_utilisation gives there (w does not depend on S)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
-    terms = sharefit.share_terms(H100, rows)
+    terms, residency = sharefit.share_terms(H100, rows), fit._residencies(H100, rows)
     assert len(terms) >= 50
     m3 = dataclasses.replace(H100, dram_queue_mode=3)
     other = fit.with_service(m3, 2 * fit.service(H100))
     for r, _, _, _, r0, w in terms[::9]:
         work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
-        occ = min(fit._residency(H100, work, r, rows), fit.per_cu(H100, r.work_groups))
-        assert sharefit.share_at(fit.service(other), r0, w) == pytest.approx(
+        occ = min(residency(work, r), fit.per_cu(H100, r.work_groups))
+        assert utilisation_at(3, fit.service(other), r0, w) == pytest.approx(
             fit.loaded_share(other, work, r.tile, r.slots, occ), rel=1e-9)

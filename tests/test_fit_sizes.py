@@ -60,7 +60,7 @@ def test_a_one_step_tile_that_ran_past_its_buffers_counts_one_buffer_in_the_fit_
     row = next(r for r in data if r.tile == 2048 and r.slots == 8)
     work = Work.of(hardware.scaled_kernel("Matrix-Vector", row.work_groups))
     assert row.fits and hardware.measured_residency(H, work, 2048, 8) == 0
-    assert fit._residency(H, work, row, data) == hardware.measured_residency(H, work, 2048, 1) >= 1
+    assert fit._residencies(H, data)(work, row) == hardware.measured_residency(H, work, 2048, 1) >= 1
 
 
 def test_the_fit_finds_each_groups_unpipelined_tiles_once_and_as_the_group_alone_gives_them(monkeypatch):

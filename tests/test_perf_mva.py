@@ -18,7 +18,7 @@ from scipy import special
 from quco.gst import tables
 from quco.perfmodel import fit, hardware, sharefit
 from quco.perfmodel.cu_model import Model
-from quco.perfmodel.dram_load import closed_loop, closed_loop_utilisation
+from quco.perfmodel.dram_load import closed_loop, closed_loop_utilisation, utilisation_at
 from quco.perfmodel.memory import loaded_utilisation, mva_utilisation
 from quco.perfmodel.params import machine
 from quco.perfmodel.sim import simulate
@@ -140,7 +140,7 @@ def synthetic(s: float, cost: float) -> list[tuple]:
     out = []
     for i, (w_r0, streams, dram) in enumerate((a, n, d) for a in (0.6, 1.0, 1.3, 1.6, 2.5, 4.0)
                                                for n in (2_000, 9_000, 30_000) for d in (150.0, 900.0)):
-        t = (dram / sharefit.share_at(s, R0, w_r0 * R0, 4) + 5.0) * (1.0 + cost * streams)
+        t = (dram / utilisation_at(4, s, R0, w_r0 * R0) + 5.0) * (1.0 + cost * streams)
         out.append((types.SimpleNamespace(time_us=t, index=i), streams, dram, 5.0, R0, w_r0 * R0))
     return out
 
@@ -157,13 +157,13 @@ def test_the_h100_terms_give_the_models_mva_share_at_another_s():
     """share_terms' w, read once, gives at any S what the model's own closed_loop_utilisation gives
     in mode 4; fit_mva carries mode 4 into fit.fit (share_mode)."""
     rows = hardware.read(str(hardware.DEFAULT_DATA))
-    terms = sharefit.share_terms(H100, rows)
+    terms, residency = sharefit.share_terms(H100, rows), fit._residencies(H100, rows)
     m4 = dataclasses.replace(H100, dram_queue_mode=4)
     for other in (fit.with_service(m4, 0.5 * fit.service(H100)), fit.with_service(m4, 2 * fit.service(H100))):
         for r, _, _, _, r0, w in terms[::9]:
             work = Work.of(hardware.scaled_kernel(r.kernel, r.work_groups))
-            occ = min(fit._residency(H100, work, r, rows), fit.per_cu(H100, r.work_groups))
-            assert sharefit.share_at(fit.service(other), r0, w, 4) == pytest.approx(
+            occ = min(residency(work, r), fit.per_cu(H100, r.work_groups))
+            assert utilisation_at(4, fit.service(other), r0, w) == pytest.approx(
                 fit.loaded_share(other, work, r.tile, r.slots, occ), rel=1e-12)
     assert fit.share_mode(H100, sharefit.fit_mva).dram_queue_mode == 4
     assert fit.share_mode(H100, sharefit.fit_share).dram_queue_mode == 3

@@ -52,19 +52,20 @@ EXTENSIVE = ("cycles", "dram_bytes", "busy", "stall_producer", "stall_consumer",
              "transfers", "moved", "hit_bytes")
 
 
-def stores(m: Machine, work: Work, tile: int) -> int:
-    """Stores a step makes: 1 when its share of the results is at least a cache line (streaming
-    kernels); 0 for a reduction, which writes once at the end, spread thin over the steps."""
-    steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
+def stores(m: Machine, work: Work, steps: int) -> int:
+    """Stores a step makes, `steps` a pass: 1 when its share of the results is at least a cache
+    line (streaming kernels); 0 for a reduction, which writes once at the end, spread thin over
+    the steps."""
     return 1 if work.output_bytes / (work.passes * steps) >= m.cache_line else 0
 
 
-def dram_streams(m: Machine, work: Work, tile: int, occ: int) -> int:
+def dram_streams(m: Machine, work: Work, occ: int, stores: int) -> int:
     """Concurrent sequential DRAM streams on the GPU with `occ` work-groups resident on each CU
-    that gets work: each reads each of its operands and writes its results in its own stream
-    (the model's stream cost and fit.stream_rows count them so)."""
+    that gets work, each making `stores` stores a step: each reads each of its operands and
+    writes its results in its own stream (the model's stream cost and fit.stream_rows count them
+    so). The caller has the stores (Model, fit._step_terms): not worked out again here."""
     operands = len({work.operand(i) for i in range(len(work.queues))})
-    return min(m.cus, work.work_groups or m.cus) * occ * (operands + stores(m, work, tile))
+    return min(m.cus, work.work_groups or m.cus) * occ * (operands + stores)
 
 
 class Model:
@@ -110,9 +111,9 @@ class Model:
         self.release = m.load_release if mode == "noatt" else 0.0
         self.pending: list = []
         self.pending_bytes = self.admitted = 0.0
-        self.stores = stores(m, work, cfg.tile)
+        self.stores = stores(m, work, self.steps)
         # interleaved DRAM streams cost the DRAM row-buffer locality, dram_stream_cost of its rate each
-        streams = dram_streams(m, work, cfg.tile, self.occ)
+        streams = dram_streams(m, work, self.occ, self.stores)
         self.pipes = Pipes.of(m, self.share_cus, 1.0 / (1.0 + m.dram_stream_cost * streams))
         # latency under load from the simulated utilisation (dram_queue_mode 2; not in the ideal
         # run): the DRAM share then keeps its service intervals, and _fetch reads them over the

@@ -45,7 +45,7 @@ from .hardware import (COMPARED, Measurement, compare, lifted, measured_config, 
 from . import dram_load
 from .params import Machine
 from .residency import per_cu
-from .cu_model import Model, dram_streams
+from .cu_model import Model, dram_streams, stores as step_stores
 from .work import Config, Work
 
 ISSUE_BOUND = 1.5   # a row is issue-bound when measured >= this x its DRAM bound
@@ -62,10 +62,8 @@ def _step_terms(m: Machine, work: Work, tile: int) -> tuple[int, int, int, float
     steps = max(work.tiles(i, tile) for i in range(len(work.queues)))
     per_operand = Counter(work.operand(i) for i in range(len(work.queues)))
     descs = sum(math.ceil(n / m.att_box_rows) for n in per_operand.values())
-    out_per_step = work.output_bytes / (work.passes * steps)
-    stores = 1 if out_per_step >= m.cache_line else 0
     per_instr = work.consumer_wavefronts * m.wave_instr / min(work.consumer_wavefronts, m.pools)
-    return steps, descs, stores, per_instr
+    return steps, descs, step_stores(m, work, steps), per_instr
 
 
 def outliers(rows: list[Measurement]) -> set:
@@ -107,11 +105,6 @@ def _residencies(m: Machine, rows: list[Measurement]):
             flat[key] = unpipelined_tiles(m, work, groups.get(key, []))
         return measured_residency(m, work, r.tile, r.slots, pipelined=r.tile not in flat[key])
     return residency
-
-
-def _residency(m: Machine, work: Work, r: Measurement, rows: list[Measurement]) -> int:
-    """One row's residency (_residencies); a pass over many rows takes _residencies once."""
-    return _residencies(m, rows)(work, r)
 
 
 def _dram_us(m: Machine, work: Work, work_groups: int) -> float:
@@ -251,7 +244,7 @@ def stream_rows(m: Machine, rows: list[Measurement], size: str = "big", kernels=
             continue
         wgs = per_cu(m, r.work_groups)
         occ = min(residency(work, r), wgs)
-        streams = dram_streams(m, work, r.tile, occ)
+        streams = dram_streams(m, work, occ, _step_terms(m, work, r.tile)[2])
         bound_us = _dram_us(m, work, r.work_groups) / loaded_share(m, work, r.tile, r.slots, occ) + m.launch / m.clock_mhz
         out.append((r, streams, r.time_us / bound_us - 1.0))
     return out
@@ -306,8 +299,8 @@ def service(m: Machine) -> float:
 
 def share_mode(m: Machine, share) -> Machine:
     """`m` run with the dram_queueing a joint stream stage fits under (sharefit.fit_share 3,
-    sharefit.fit_mva 4: its dram_queue_mode)."""
-    return dataclasses.replace(m, dram_queue_mode=getattr(share, "dram_queue_mode", 3))
+    sharefit.fit_mva 4: its dram_queue_mode); `m` itself without one (share None)."""
+    return m if share is None else dataclasses.replace(m, dram_queue_mode=share.dram_queue_mode)
 
 
 def with_constants(m: Machine, c: dict) -> Machine:
@@ -392,9 +385,7 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share
     m = dataclasses.replace(m, stage_instr=stage)
     c, issue_used = fit_issue(m, rows, kernels)
     c["stage_instr"] = stage
-    joint = share is not None
-    if joint:
-        m = share_mode(m, share)
+    joint, m = share is not None, share_mode(m, share)
     streams, stream_used = _stream_stage(m, rows, kernels, "big", share)
     c.update(streams)
     # joint: where no small-grid row streams at 80% under the loaded share (the streaming family
@@ -414,8 +405,7 @@ def fit(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMPARED, share
 def leave_one_out(m: Machine, gst: bytes, rows: list[Measurement], share=None) -> list[dict]:
     """For each kernel family: fit without it, then compare on it (share: fit's)."""
     out = []
-    if share is not None:
-        m = share_mode(m, share)
+    m = share_mode(m, share)
     for family, members in FAMILIES.items():
         rest = tuple(k for k in COMPARED if k not in members)
         c, _ = fit(m, gst, rows, rest, share)
@@ -458,9 +448,7 @@ def fit_size(m: Machine, gst: bytes, rows: list[Measurement], size: str, kernels
     prior until the launch moves less than 1 ns (`fit` starts from the preset's launch, the
     value it printed, which closes that loop). share: the stream stage as in `fit`, from the
     GST's S (dram_queueing 3 or 4, share_mode)."""
-    joint = share is not None
-    if joint:
-        m = share_mode(m, share)
+    joint, m = share is not None, share_mode(m, share)
     train = [r for r in rows if r.size == size]
     base = prior(m)
     c, used = _constants(base), {}
@@ -502,7 +490,7 @@ def leave_size_out(m: Machine, gst: bytes, rows: list[Measurement], kernels=COMP
     for size in sizes:
         c, used = fit_size(m, gst, rows, size, kernels, share)
         held = [r for r in rows if r.size != size]
-        mm = share_mode(m, share) if share is not None else m
+        mm = share_mode(m, share)
         for res in compare(held, gst, kernels=kernels, m=with_constants(mm, c)):
             out.append({"fitted_on": size, "constants": c, "used": used,
                         **{k: v for k, v in res.items() if k != "points"}})

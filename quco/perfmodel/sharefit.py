@@ -38,26 +38,19 @@ def share_terms(m: Machine, rows: list[Measurement], size: str = "big", kernels=
     return out
 
 
-def share_at(s: float, r0: float, w: float, mode: int = 3) -> float:
-    """The DRAM share's utilisation as dram_load.closed_loop_utilisation gives it under
-    dram_queue_mode `mode` (3, 4): 1 with no queueing (S <= 0) or nothing in flight, else the
-    closed loop's u."""
-    return utilisation_at(mode, s, r0, w)
-
-
 def share_residuals(x, terms, mode: int = 3) -> np.ndarray:
     """log(model / measured) of each row of share_terms at (S cycles, stream cost) = x: the model
     is the DRAM bound at the share's utilisation plus the launch, times 1 + cost x streams (the
     bound stream_rows / fit_streams take)."""
     s, cost = x
-    return np.array([math.log((dram / share_at(s, r0, w, mode) + launch) * (1.0 + cost * n) / r.time_us)
+    return np.array([math.log((dram / utilisation_at(mode, s, r0, w) + launch) * (1.0 + cost * n) / r.time_us)
                      for r, n, dram, launch, r0, w in terms])
 
 
 def fit_cost_at(terms: list[tuple], s: float, mode: int = 3) -> tuple[float, float]:
     """(stream cost, rms log error) at a given S (cycles): the profile of fit_share_terms' objective
     (the share's u read once per row at this S; only the cost varies)."""
-    base = np.array([math.log((dram / share_at(s, r0, w, mode) + launch) / r.time_us)
+    base = np.array([math.log((dram / utilisation_at(mode, s, r0, w) + launch) / r.time_us)
                      for r, n, dram, launch, r0, w in terms])
     streams = np.array([float(t[1]) for t in terms])
     res = optimize.least_squares(lambda c: base + np.log1p(c[0] * streams), [1e-5], bounds=([0.0], [np.inf]),
