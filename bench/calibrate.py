@@ -102,6 +102,15 @@ def model_gaps(cases) -> dict:
 
 
 def main_model(con: Console) -> int:
+    rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
+    rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
+             for a, b in COST_PAIRS]
+    # progress on stderr (model_cases' step() a preset, one a row); stdout as without it
+    with Steps("calibrate --model", "step", len(tables.preset_names()) + len(rows)):
+        return _model_table(con, rows)
+
+
+def _model_table(con: Console, rows: list[tuple]) -> int:
     cases = model_cases()
     gpus = list(dict.fromkeys(c[0] for c in cases)) + ["all"]
     t = Table(title="QuCo's slowdown vs the model's exhaustive best (geomean %), one constant varied; "
@@ -109,9 +118,6 @@ def main_model(con: Console) -> int:
     t.add_column("constant = value")
     for gpu in gpus:
         t.add_column(gpu, justify="right")
-    rows = [("shipped", None, None)] + [(n, n, v) for n, vs in MODEL_SWEEP for v in vs]
-    rows += [(f"COST_A={a} COST_B={b}", ("COST_A", "COST_B"), (a, b))
-             for a, b in COST_PAIRS]
     for label, name, value in rows:
         step(f"{name} = {value}" if isinstance(name, str) else label)
         if name is None:
@@ -131,7 +137,7 @@ def main_model(con: Console) -> int:
 def main() -> int:
     con = Console()
     if "--model" in sys.argv[1:]:
-        return main_model(con)
+        return main_model(con)   # the table without --model takes under a second: no progress
     kernels = {(gpu, n): load_kernel(ROOT / "quco" / "examples" / "kernels" / ("" if gpu == "r9-nano" else gpu) / f"{n}.json")
                for gpu in ("r9-nano", "mi100") for n in KERNELS}
     base = {gpu: tables.unpack(tables.load(gpu)) for gpu in ("r9-nano", "mi100")}
@@ -164,9 +170,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if "--model" not in sys.argv[1:]:
-        sys.exit(main())  # under a second: no progress
-    # progress on stderr (main_model's step()s); stdout as without it
-    with Steps("calibrate --model", "step", len(tables.preset_names()) + 1 + sum(len(v) for _, v in MODEL_SWEEP)
-               + len(COST_PAIRS)):
-        sys.exit(main())
+    sys.exit(main())

@@ -79,6 +79,12 @@ def loaded(path: str, gpu: str = "h100-sxm") -> None:
                                           for k in (5, 6, 7)) + f"; model best {res[0]['model_best']}")
 
 
+def _per_kernel(res: list[dict]) -> str:
+    """--share's and --mva's cell of each kernel and size: rank, model best, its cost."""
+    return ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
+                     for r in res)
+
+
 def share(path: str, gpu: str = "h100-sxm") -> None:
     """The DRAM share at the closed loop's utilisation (dram_queueing 3; docs/perf-model-results.md, "What
     is still missed": evaluated, not shipped): the #29 figures per S and stream cost with the other
@@ -90,8 +96,7 @@ def share(path: str, gpu: str = "h100-sxm") -> None:
         step(label)
         res = hwdata.compare(rows, gst, m=mm)
         x = score(res)
-        per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
-                        for r in res)
+        per = _per_kernel(res)
         print(f"| {label} | {x.ranked} of {x.n} (min {x.min_rank:.2f}) | "
               f"{x.geomean:+.2f}%, {x.worst:+.1f}% | {x.max_median:.1f}% | {per} |")
 
@@ -198,8 +203,7 @@ def mva(path: str, gpu: str = "h100-sxm") -> None:
     def figures(mm, label):
         step(label)
         res = hwdata.compare(rows, gst, m=mm)
-        per = ", ".join(f"{r['kernel']} {r['size']} {r['spearman']:.2f} {r['model_best']} {r['model_best_cost_pct']:+.1f}%"
-                        for r in res)
+        per = _per_kernel(res)
         print(f"{targets_line(label, res)}\n    {per}")
     print("\n(a) S from the GST, nothing fitted, the other constants as shipped:")
     figures(m, "shipped (mode 0)")

@@ -192,10 +192,13 @@ def targets(show_picks: bool) -> None:
               + (f"{q['vs_fine_pct']:+.1f}% |" if q.get("vs_fine_pct") is not None else "n/a |"))
 
 
+ROW_OVERHEAD_VALUES = (0, 16, 32, 64, 128, 256, 512, 1024)  # fit()'s scan, bytes
+
+
 def fit() -> None:
     """The scan that set DRAM_ROW_OVERHEAD_BYTES: papers' Fine-Tuned picks within 1%, per value."""
     saved = params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"]
-    for value in (0, 16, 32, 64, 128, 256, 512, 1024):
+    for value in ROW_OVERHEAD_VALUES:
         step(f"DRAM_ROW_OVERHEAD_BYTES {value}")
         params.CONSTANTS["DRAM_ROW_OVERHEAD_BYTES"] = (value,) + saved[1:]
         search.evaluate.cache_clear()
@@ -223,6 +226,14 @@ def _att_gain(by: dict) -> float:
     return perf(by, "ATT/Fine-Tuned") / max(perf(by, "NoATT/Fine-Tuned"), 1e-12)
 
 
+# inflight()'s what-ifs on the paper side, (field, lines, other fields): none; on the ATT's path; the own
+# loads: MGPUSim's L1V (16 transactions, each freed when the L1V responds: the presets'
+# load_release_cycles), main's first reading (32 held for the whole round trip), the reorder buffer's 128
+INFLIGHT_LIMITS = (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
+                   ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
+                   ("load_inflight_lines", 128, {}))
+
+
 def inflight(path: str) -> None:
     """The per-CU limit on bytes in flight (issue #29): the H100's measured lower bound on an
     SM's ATT limit, on all rows and on each kernel family alone (fit.inflight_floor), then the
@@ -244,11 +255,7 @@ def inflight(path: str) -> None:
     print("\npaper side (R9 Nano Fig. 6 and the Table III picks; Radeon 530 Fig. 10) with a limit of N lines on a path:")
     print("| path | lines | paper Fine-Tuned within 1% (of 16) | R9 Nano ATT/FT over NoATT/FT, per kernel | "
           "Radeon 530 best ATT/FT over NoATT/FT |\n|---|---|---|---|---|")
-    # the own loads: MGPUSim's L1V (16 transactions, each freed when the L1V responds: the presets'
-    # load_release_cycles), main's first reading (32 held for the whole round trip), the reorder buffer's 128
-    for field, lines, also in (("-", 0, {}), ("att_inflight_lines", 32, {}), ("att_inflight_lines", 256, {}),
-                               ("load_inflight_lines", 16, {}), ("load_inflight_lines", 32, {"load_release_cycles": 0}),
-                               ("load_inflight_lines", 128, {})):
+    for field, lines, also in INFLIGHT_LIMITS:
         step(f"the paper side with {field} {lines or 'none'}")
         with _with_limits({"att_inflight_lines": 0, "load_inflight_lines": 0, **({field: lines} if lines else {}), **also}):
             pk = picks("r9-nano", False) + picks("mi100", False)
@@ -259,50 +266,45 @@ def inflight(path: str) -> None:
               f"{max(_att_gain(by) for by in r530.values()):.2f} |")
 
 
+def _then_turnover(run, split: str):
+    """An H100 fit (calibrate_h100.py), then the turnover's report left out by `split`."""
+    return lambda path: (run(path), turnover_report(path, split))
+
+
+def _modes(families: int) -> tuple:
+    """Each mode that takes a CSV: (flag, --help text, what it runs, its step count: the step()
+    calls its functions make, one row here so a mode's count sits beside it). In --help's order;
+    the first given runs."""
+    return (("--hardware", None, _then_turnover(hardware_fit, "family"), 3 + 4),
+            ("--leave-size-out", None, _then_turnover(leave_size_out, "size"), 2 + 4),
+            ("--inflight", "the per-CU limit on bytes in flight: the H100's lower bound, the paper side's what-ifs",
+             inflight, 1 + 2 * families + len(INFLIGHT_LIMITS)),
+            ("--loaded", "latency under load: the round trips the H100 rows imply, the #29 figures by S", loaded, 11),
+            ("--share", "the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and "
+             "stream cost", share, 9),
+            ("--share-fit", "dram_queueing 3 with S and the stream cost fitted jointly: the #29 figures, both leave-outs",
+             share_fit, 7 + families),
+            ("--mva", "dram_queueing 4 (exact MVA): S from the GST, then fitted jointly with the stream cost, both "
+             "leave-outs, the rule", mva, 13 + families),
+            ("--share-scan", "dram_queueing 3: the whole model's log error on a grid of S and stream cost (about 3 "
+             "minutes)", share_scan, 20))
+
+
 if __name__ == "__main__":
+    from quco.perfmodel.fit import FAMILIES
+    modes = _modes(len(FAMILIES))
     ap = argparse.ArgumentParser()
     ap.add_argument("--picks", action="store_true")
     ap.add_argument("--fit", action="store_true")
-    ap.add_argument("--hardware", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
-    ap.add_argument("--leave-size-out", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV")
-    ap.add_argument("--inflight", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="the per-CU limit on bytes in flight: the H100's lower bound, the paper side's what-ifs")
-    ap.add_argument("--loaded", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="latency under load: the round trips the H100 rows imply, the #29 figures by S")
-    ap.add_argument("--share", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="the DRAM share at the closed loop's utilisation (dram_queueing 3): the #29 figures by S and stream cost")
-    ap.add_argument("--share-fit", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="dram_queueing 3 with S and the stream cost fitted jointly: the #29 figures, both leave-outs")
-    ap.add_argument("--mva", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="dram_queueing 4 (exact MVA): S from the GST, then fitted jointly with the stream cost, both leave-outs, the rule")
-    ap.add_argument("--share-scan", nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV",
-                    help="dram_queueing 3: the whole model's log error on a grid of S and stream cost (about 3 minutes)")
+    dests = [ap.add_argument(flag, nargs="?", const=str(hwdata.DEFAULT_DATA), metavar="CSV", help=text).dest
+             for flag, text, _, _ in modes]
     args = ap.parse_args()
-    from quco.perfmodel.fit import FAMILIES
-    # each mode's steps, as its functions call step(): progress on stderr, stdout as without it
-    mode, total = next(((o, n) for o, n in (("mva", 13 + len(FAMILIES)), ("share_scan", 20), ("share_fit", 7 + len(FAMILIES)),
-                                            ("share", 9), ("loaded", 11), ("leave_size_out", 6),
-                                            ("inflight", 7 + 2 * len(FAMILIES)), ("hardware", 7), ("fit", 8))
-                        if getattr(args, o)), ("", 5))
-    with Steps("calibrate_model" + (f" --{mode.replace('_', '-')}" if mode else ""), "step", total):
-        if args.mva:
-            mva(args.mva)
-        elif args.share_scan:
-            share_scan(args.share_scan)
-        elif args.share_fit:
-            share_fit(args.share_fit)
-        elif args.share:
-            share(args.share)
-        elif args.loaded:
-            loaded(args.loaded)
-        elif args.leave_size_out:
-            leave_size_out(args.leave_size_out)
-            turnover_report(args.leave_size_out, "size")
-        elif args.inflight:
-            inflight(args.inflight)
-        elif args.hardware:
-            hardware_fit(args.hardware)
-            turnover_report(args.hardware, "family")
+    # progress on stderr (the step() calls; targets() makes 5), stdout as without it
+    flag, run, total, path = next(((f, r, n, getattr(args, d)) for (f, _, r, n), d in zip(modes, dests) if getattr(args, d)),
+                                  ("--fit", None, len(ROW_OVERHEAD_VALUES), None) if args.fit else ("", None, 5, None))
+    with Steps("calibrate_model" + (f" {flag}" if flag else ""), "step", total):
+        if run:
+            run(path)
         elif args.fit:
             fit()
         else:

@@ -78,6 +78,12 @@ def scan_best(gst: bytes, kernel) -> int:
 
 
 def main(argv: list[str]) -> int:
+    # progress on stderr (_tables' step()s, one a table); stdout as without it
+    with Steps("dvfs_readings", "table", 5 + ("--weights" in argv)):
+        return _tables(argv)
+
+
+def _tables(argv: list[str]) -> int:
     out = Console(highlight=False, width=150)  # on a terminal; piped, whole
     g0 = tables.unpack(tables.load(GPU))
     layers = load(ROOT / "quco" / "examples" / "workloads" / "whisper-tiny.json").layers
@@ -179,6 +185,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    # progress on stderr (main's step()s, one a table); stdout as without it
-    with Steps("dvfs_readings", "table", 6 if "--weights" in sys.argv[1:] else 5):
-        sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

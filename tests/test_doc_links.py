@@ -1,6 +1,7 @@
 """Every relative link of docs/*.md and README.md resolves: the file exists and a `#anchor` names a
 heading of it, under GitHub's rules (lowercase; markup dropped; punctuation but '-' and '_' dropped;
 each space a '-'; a repeated heading gets -1, -2, ...). Links to other sites are not followed."""
+import functools
 import re
 from pathlib import Path
 
@@ -15,15 +16,14 @@ HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 LINK = re.compile(r"\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
-def _prose_lines(text: str):
-    """(line number, line) outside fenced code blocks, with inline code spans blanked."""
+def _unfenced(text: str):
+    """(line number, line) outside fenced code blocks."""
     fenced = False
     for n, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             fenced = not fenced
-            continue
-        if not fenced:
-            yield n, re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
+        elif not fenced:
+            yield n, line
 
 
 def slug(heading: str) -> str:
@@ -36,15 +36,12 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+@functools.cache  # a file is linked to many times: read and parsed once
 def anchors(path: Path) -> set:
     seen: dict = {}
     out = set()
-    fenced = False
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if FENCE.match(line):
-            fenced = not fenced
-            continue
-        m = None if fenced else HEADING.match(line)
+    for _, line in _unfenced(path.read_text(encoding="utf-8")):
+        m = HEADING.match(line)
         if m:
             base = slug(m.group(2))
             n = seen.get(base, 0)
@@ -53,20 +50,22 @@ def anchors(path: Path) -> set:
     return out
 
 
-def broken_links(path: Path) -> list:
+def broken_links(path: Path, root: Path = ROOT) -> list:
+    """Each broken link of `path`, named relative to `root`."""
     bad = []
-    for n, line in _prose_lines(path.read_text(encoding="utf-8")):
+    for n, line in _unfenced(path.read_text(encoding="utf-8")):
+        line = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)   # no link inside `code`
         for m in LINK.finditer(line):
             target = m.group(1)
             if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):   # http:, mailto:, ...
                 continue
             file_part, _, anchor = target.partition("#")
             dest = (path.parent / file_part).resolve() if file_part else path
-            where = f"{path.relative_to(ROOT)}:{n}: {target}"
+            where = f"{path.relative_to(root)}:{n}: {target}"
             if not dest.exists():
-                bad.append(f"{where}: no file {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
+                bad.append(f"{where}: no file {dest.relative_to(root) if dest.is_relative_to(root) else dest}")
             elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
-                bad.append(f"{where}: no heading with anchor #{anchor} in {dest.relative_to(ROOT)}")
+                bad.append(f"{where}: no heading with anchor #{anchor} in {dest.relative_to(root)}")
     return bad
 
 
@@ -85,11 +84,6 @@ def test_the_checker_sees_a_broken_link_and_anchor(tmp_path):
                  "`[not a link](nowhere.md)`\n```\n[in code](nowhere.md)\n```\n"
                  "## Local\n"
                  "[bad](b.md#twice-2) [bad](missing.md) [bad](#nowhere)\n")
-    global ROOT
-    saved, ROOT = ROOT, tmp_path
-    try:
-        bad = broken_links(a)
-    finally:
-        ROOT = saved
+    bad = broken_links(a, root=tmp_path)
     assert len(bad) == 3, bad
     assert "#twice-2" in bad[0] and "missing.md" in bad[1] and "#nowhere" in bad[2]

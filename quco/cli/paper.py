@@ -165,15 +165,14 @@ def cmd_paper(args) -> int:
                "reproduced": scorecard.summary_line(rows), "rows": rows}
         print(json.dumps(doc if changed is None else {**doc, "changes": changed, "removed": removed}, indent=2))
         return 0
-    wide = common.out   # the ids are long: a file or pipe gets each row whole (a terminal keeps its width)
     if args.table:
-        wide.print(_table(rows))
+        common.out.print(_table(rows))
     if changed:
-        wide.print(_changes_table(changed, args.baseline))
-    _summary(rows, wide, out_dir, time.monotonic() - start)
+        common.out.print(_changes_table(changed, args.baseline))
+    _summary(rows, common.out, out_dir, time.monotonic() - start)
     if changed is not None:
-        wide.print(Text(f"since {args.baseline}: {scorecard.trend_line(changed)}"
-                        + (f"; removed from the claims file: {', '.join(removed)}" if removed else "")))
+        common.out.print(Text(f"since {args.baseline}: {scorecard.trend_line(changed)}"
+                              + (f"; removed from the claims file: {', '.join(removed)}" if removed else "")))
     if written:
         common.out.print(Text(f"wrote {len(written)} files to {out_dir} (report.md, rows.csv, figures)"))
     return 0
